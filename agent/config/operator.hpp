@@ -1,0 +1,258 @@
+// The operator config: what an operator computes, its tensors, production
+// workloads with weights, and its reference / baseline / seed implementations
+// in kopt's candidate format. One JSON file per operator; the format is
+// documented in docs/operator-config.md with a JSON Schema in
+// configs/schema/operator.schema.json.
+//
+// The tensor part follows the FlashInfer-Trace "definition" layout (name,
+// description, axes const/var, inputs/outputs with shape and dtype) so that
+// definitions can be imported and results exported; everything else is kopt's.
+//
+// This header is shared by the control plane and the worker: it has no GPU
+// dependency. Loading never throws for a bad config: it returns every
+// problem as a diagnostic (file, line, column, field path, message).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt::config {
+
+// Element types, named as FlashInfer-Trace / PyTorch name them.
+enum class dtype {
+  float64,
+  float32,
+  float16,
+  bfloat16,
+  float8_e4m3fn,
+  float8_e5m2,
+  int64,
+  int32,
+  int16,
+  int8,
+  uint8,
+  boolean,  // "bool"
+};
+
+std::string_view dtype_name(dtype t) noexcept;
+std::optional<dtype> parse_dtype(std::string_view name) noexcept;
+std::size_t dtype_size(dtype t) noexcept;
+bool dtype_is_float(dtype t) noexcept;
+// Every dtype name, for "did you mean" and the schema.
+const std::vector<std::string_view>& dtype_names() noexcept;
+
+struct axis {
+  std::string name;
+  bool is_const = false;      // "type": "const" (value fixed) or "var" (per workload)
+  std::int64_t value = 0;     // for const axes
+  std::string description;
+};
+
+// A scalar parameter of the operator (e.g. eps), passed to kernels by value.
+struct scalar {
+  std::string name;
+  dtype type = dtype::float32;  // float32, float64, int32, int64
+  double value = 0.0;
+  std::string description;
+};
+
+// How the worker fills an input tensor. Integer bounds are expressions over
+// the axes (e.g. "num_blocks"), evaluated per workload.
+struct generator {
+  enum class kind {
+    normal,       // mean, stddev (floats), clamped to the dtype's range
+    uniform,      // low, high (floats)
+    int_range,    // uniform integers in [int_low, int_high) (expressions)
+    permutation,  // each row along the last axis is a permutation of [0, n)
+                  // where n = int_high (expression; default the last dim)
+    constant,     // every element = value (allowed for e.g. unit scales)
+    kernel,       // a generator kernel in device code (see docs)
+  };
+  kind k = kind::normal;
+  double mean = 0.0, stddev = 1.0;
+  double low = -1.0, high = 1.0;
+  double value = 0.0;
+  double scale = 1.0;          // multiplies normal/uniform draws (e.g. 0.02)
+  std::string int_low = "0";   // expressions
+  std::string int_high;
+  std::string kernel_source;   // for kind::kernel: device code and entry point
+  std::string kernel_name;
+};
+
+struct tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-5;
+  double matched_ratio = 1.0;  // fraction of elements that must pass
+};
+
+struct tensor {
+  std::string name;
+  std::string description;
+  std::vector<std::string> shape;  // axis names or expressions over axes
+  dtype type = dtype::float32;
+  std::optional<generator> gen;    // inputs only; default normal(0,1) for floats
+  // inputs only: the operator writes this input (e.g. a KV cache or a
+  // residual updated in place). Its final contents are compared with the
+  // reference's and it is not hash-checked for mutation.
+  bool in_place = false;
+  std::optional<tolerance> tol;    // overrides the operator-wide tolerance
+};
+
+struct workload {
+  std::string id;                                  // unique within the operator
+  std::map<std::string, std::int64_t, std::less<>> axes;  // values of var axes
+  std::map<std::string, double, std::less<>> scalars;     // overrides
+  double weight = 1.0;                             // importance, > 0
+  std::string description;
+};
+
+// One kernel launch of a candidate's launch plan.
+struct launch_arg {
+  enum class kind {
+    tensor,     // pointer to an input or output tensor (by name)
+    workspace,  // pointer to a workspace buffer (by name)
+    integer,    // an integer expression passed as `type`
+    scalar,     // an operator scalar (by name) passed as `type`
+  };
+  kind k = kind::tensor;
+  std::string name;  // tensor / workspace / scalar name, or the expression
+  dtype type = dtype::int32;  // integer: int32/int64; scalar: float32/float64/int32/int64
+};
+
+struct launch {
+  std::string kernel;                    // __global__ function name (extern "C")
+  std::vector<std::string> grid;         // 1..3 expressions
+  std::vector<std::string> block;        // 1..3 expressions
+  std::vector<std::string> cluster;      // optional, 1..3 expressions
+  std::string shared_bytes = "0";        // dynamic shared memory, expression
+  std::vector<launch_arg> args;
+};
+
+struct workspace {
+  std::string name;
+  std::string bytes;  // expression over axes and parameters
+  // Filled with unpredictable bytes before every call unless zero_init.
+  bool zero_init = false;
+};
+
+// A tunable parameter: passed to device code as a compile-time constant
+// (-DNAME=value) and usable in launch-plan expressions.
+struct parameter {
+  std::string name;
+  std::vector<std::int64_t> values;  // candidate values, non-empty
+  std::int64_t default_value = 0;    // must be one of values
+};
+
+// Reference, baseline, seed and every LLM answer share this format.
+struct candidate {
+  std::string source;                       // CUDA C++ device code (inlined)
+  std::string source_file;                  // as written in the config, if any
+  std::vector<launch> launches;             // at least one
+  std::vector<parameter> parameters;
+  std::vector<workspace> workspaces;
+  std::vector<std::string> compile_options; // allow-listed NVRTC options only
+  nlohmann::json to_json() const;           // canonical form, source inlined
+};
+
+struct roofline {
+  std::string flops = "0";                  // expression over axes
+  std::string flop_unit = "fp32";           // key into the GPU peak table
+  std::optional<std::string> bytes;         // default: inputs read + outputs written
+};
+
+struct budget {
+  std::optional<std::int64_t> iterations;
+  std::optional<double> wall_time_s;
+  std::optional<std::int64_t> tokens;
+  std::optional<double> cost_usd;
+};
+
+struct campaign_settings {
+  std::string provider = "autotune";
+  std::string model;
+  budget limits;
+  double target_sol_fraction = 0.8;
+  int candidates_per_iteration = 4;
+  double dropout_p = 0.3;
+  std::uint64_t seed = 1;
+};
+
+struct operator_config {
+  std::string name;
+  std::string op_type;
+  std::string description;
+  std::vector<std::string> tags;
+  std::vector<axis> axes;
+  std::vector<scalar> scalars;
+  std::vector<tensor> inputs;
+  std::vector<tensor> outputs;
+  std::vector<workload> workloads;
+  tolerance tol;
+  roofline roof;
+  candidate reference;
+  std::optional<candidate> baseline;
+  std::optional<candidate> seed;
+  campaign_settings campaign;
+
+  std::filesystem::path file;  // where it was loaded from (may be empty)
+
+  // The config with every file reference inlined, as canonical JSON: what
+  // the store keeps, so a campaign never depends on files that may change.
+  nlohmann::json snapshot() const;
+  // SHA-256 of snapshot().dump(): identifies the operator's content.
+  std::string content_hash() const;
+
+  const tensor* find_tensor(std::string_view name) const noexcept;
+  const axis* find_axis(std::string_view name) const noexcept;
+};
+
+struct diagnostic {
+  enum class severity { error, warning };
+  severity level = severity::error;
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based; 0 when unknown
+  std::string path;  // field path, e.g. inputs.x.shape[1]
+  std::string message;
+  // "file:line:col: error: path: message"
+  std::string to_string() const;
+};
+
+struct load_result {
+  std::optional<operator_config> op;  // set only when there are no errors
+  std::vector<diagnostic> diagnostics;
+  bool ok() const noexcept { return op.has_value(); }
+};
+
+// Reads, parses and validates. Relative source files resolve against the
+// config's directory.
+load_result load_operator_file(const std::filesystem::path& file);
+load_result load_operator_text(std::string_view text, const std::string& file_label,
+                               const std::filesystem::path& base_dir);
+// A candidate on its own (an LLM answer, `kopt eval --candidate FILE`),
+// validated against the operator it is for (tensor names, kernel args,
+// expressions' names, parameter defaults).
+struct candidate_result {
+  std::optional<candidate> cand;
+  std::vector<diagnostic> diagnostics;
+  bool ok() const noexcept { return cand.has_value(); }
+};
+candidate_result load_candidate_file(const std::filesystem::path& file, const operator_config& op);
+candidate_result load_candidate_text(std::string_view text, const std::string& file_label,
+                                     const std::filesystem::path& base_dir,
+                                     const operator_config& op);
+
+// Resolve the names of one workload for expression evaluation: axes (const
+// and var) plus, when given, parameter values.
+std::map<std::string, std::int64_t, std::less<>> workload_names(
+    const operator_config& op, const workload& w,
+    const std::map<std::string, std::int64_t, std::less<>>& parameters = {});
+
+}  // namespace kopt::config
