@@ -4,6 +4,10 @@
 # toolkit layouts (nvbench makes the same observation), so we locate the
 # headers and libraries ourselves and fail with a clear message.
 find_package(CUDAToolkit 12.8 REQUIRED)
+# FindCUDAToolkit makes CUDA::nvrtc depend on CUDA::cuda_driver (the stub
+# libcuda.so), which would put libcuda.so.1 in kopt-worker's NEEDED list;
+# NVRTC itself does not use the driver, so drop that dependency.
+set_property(TARGET CUDA::nvrtc PROPERTY INTERFACE_LINK_LIBRARIES "")
 
 set(_kopt_cupti_roots
   "${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI"

@@ -11,8 +11,11 @@ target_compile_options(kopt_warnings INTERFACE
 add_library(kopt_sanitizers INTERFACE)
 add_library(kopt::sanitizers ALIAS kopt_sanitizers)
 if(KOPT_SANITIZE)
+  # Host C++ only: nvcc does not take these flags, and device code is not
+  # instrumented by the host sanitizers anyway.
   target_compile_options(kopt_sanitizers INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    $<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=address,undefined -fno-omit-frame-pointer
+      -fno-sanitize-recover=undefined>)
   target_link_options(kopt_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
 

@@ -45,6 +45,8 @@ std::string_view dtype_name(dtype t) noexcept;
 std::optional<dtype> parse_dtype(std::string_view name) noexcept;
 std::size_t dtype_size(dtype t) noexcept;
 bool dtype_is_float(dtype t) noexcept;
+// Integer types including bool (what int_range / permutation can fill).
+bool dtype_is_integer(dtype t) noexcept;
 // Every dtype name, for "did you mean" and the schema.
 const std::vector<std::string_view>& dtype_names() noexcept;
 
@@ -159,6 +161,10 @@ struct candidate {
   std::vector<workspace> workspaces;
   std::vector<std::string> compile_options; // allow-listed NVRTC options only
   nlohmann::json to_json() const;           // canonical form, source inlined
+
+  const parameter* find_parameter(std::string_view name) const noexcept;
+  // Every parameter at its default value (what validation evaluates with).
+  std::map<std::string, std::int64_t, std::less<>> default_parameters() const;
 };
 
 struct roofline {
@@ -211,6 +217,8 @@ struct operator_config {
 
   const tensor* find_tensor(std::string_view name) const noexcept;
   const axis* find_axis(std::string_view name) const noexcept;
+  const scalar* find_scalar(std::string_view name) const noexcept;
+  const workload* find_workload(std::string_view id) const noexcept;
 };
 
 struct diagnostic {
@@ -224,6 +232,8 @@ struct diagnostic {
   // "file:line:col: error: path: message"
   std::string to_string() const;
 };
+
+bool has_errors(const std::vector<diagnostic>& diagnostics) noexcept;
 
 struct load_result {
   std::optional<operator_config> op;  // set only when there are no errors
@@ -254,5 +264,25 @@ candidate_result load_candidate_text(std::string_view text, const std::string& f
 std::map<std::string, std::int64_t, std::less<>> workload_names(
     const operator_config& op, const workload& w,
     const std::map<std::string, std::int64_t, std::less<>>& parameters = {});
+
+// Allowed values of roofline.flop_unit and campaign.provider.
+const std::vector<std::string_view>& flop_unit_names() noexcept;
+const std::vector<std::string_view>& provider_names() noexcept;
+
+// nullopt when the NVRTC option is on the allow-list, otherwise why not.
+std::optional<std::string> check_compile_option(std::string_view option);
+
+// Per-workload evaluation for the worker and the roofline. These throw
+// config_error (with the field and workload in the message) when an
+// expression fails; a config that loaded without errors never does for its
+// own workloads with default parameters.
+std::vector<std::int64_t> tensor_shape(const operator_config& op, const tensor& t,
+                                       const workload& w);
+std::int64_t tensor_bytes(const operator_config& op, const tensor& t, const workload& w);
+std::int64_t roofline_flops(const operator_config& op, const workload& w);
+// roofline.bytes when given; otherwise the default rule: every input read
+// once, every output written once, an in-place input counted twice (read and
+// written).
+std::int64_t roofline_bytes(const operator_config& op, const workload& w);
 
 }  // namespace kopt::config

@@ -1,0 +1,35 @@
+// Command groups of the `kopt` executable. Each group adds its subcommands
+// to the top-level CLI::App and keeps its options in state owned by the
+// callbacks. A callback runs after parsing, reads the shared context (global
+// options), writes data to stdout and messages to stderr, and either returns
+// normally (exit 0), sets ctx_exit (another documented code, see
+// exit_codes.hpp), or throws: kopt::config_error -> 1, kopt::not_found_error
+// -> 3, kopt::store_error -> 4, other kopt::error -> 1, CLI::RuntimeError(n)
+// -> n. run() in app.cpp does that mapping.
+//
+// To add a group (llm, kb, eval, run, daemon): write
+// `void register_<group>(CLI::App& app, context& ctx)` in its own file (in its
+// subsystem's library or here), declare it, and call it from build_app() in
+// app.cpp; nothing else changes. Prefer `--json` on every read command and
+// the exit codes of exit_codes.hpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/context.hpp"
+
+namespace kopt::cli {
+
+// Set by a callback for a non-zero exit that is not an error (validate
+// finding an invalid file); run() returns it.
+struct exit_status {
+  int code = 0;
+};
+
+void register_validate(CLI::App& app, context& ctx, exit_status& status);  // validate
+void register_submit(CLI::App& app, context& ctx, exit_status& status);    // submit
+void register_inspect(CLI::App& app, context& ctx, exit_status& status);   // list status show log
+void register_eval(CLI::App& app, context& ctx,
+                   exit_status& status);  // eval (needs the worker build)
+
+}  // namespace kopt::cli

@@ -1,0 +1,314 @@
+#include "cli/eval_support.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "cli/exit_codes.hpp"
+#include "common/error.hpp"
+#include "common/subprocess.hpp"
+#include "compile/compiler.hpp"
+#include "core/roofline.hpp"
+#include "runner/worker_client.hpp"
+
+#ifndef KOPT_SOURCE_DIR
+#define KOPT_SOURCE_DIR ""
+#endif
+
+namespace kopt::cli {
+
+using json = nlohmann::json;
+
+void add_eval_options(CLI::App& cmd, eval_options& o) {
+  cmd.add_option("--gpu", o.gpu, "CUDA device ordinal for the worker")->capture_default_str();
+  cmd.add_option("--worker", o.worker,
+                 "kopt-worker executable (default: $KOPT_WORKER, then beside kopt)");
+  cmd.add_option(
+      "--launch-prefix", o.launch_prefix,
+      "command that starts the worker, e.g. \"srun --gres=gpu:1 -N1\" (split on spaces, no shell)");
+  cmd.add_option("--seeds", o.seeds, "input sets checked per workload")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd.add_option("--min-time", o.min_time_s,
+                 "seconds of measuring per workload before the noise rule may stop")
+      ->capture_default_str();
+  cmd.add_option("--max-time", o.max_time_s, "hard limit of measuring per workload, seconds")
+      ->capture_default_str();
+  cmd.add_flag("--time-reference", o.time_reference, "also time the reference");
+  cmd.add_option("--arch", o.arch, "architecture for compile checks when no GPU is present")
+      ->capture_default_str();
+  cmd.add_option("--peaks", o.peaks_file, "GPU peak table (default: configs/hardware/gpus.json)");
+  cmd.add_option("--launch-timeout-ms", o.launch_timeout_ms, "a launch that runs longer is a hang")
+      ->capture_default_str();
+  cmd.add_option("--base-seed", o.base_seed, "base seed of the generated inputs")
+      ->capture_default_str();
+}
+
+std::string find_peaks_file(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  std::vector<std::filesystem::path> tries;
+  if (const char* d = std::getenv("KOPT_DATA_DIR"); d && *d)
+    tries.emplace_back(std::filesystem::path(d) / "hardware/gpus.json");
+  tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs/hardware/gpus.json");
+  try {
+    const auto exe = std::filesystem::path(self_executable()).parent_path();
+    tries.emplace_back(exe / "../share/kopt/hardware/gpus.json");
+    tries.emplace_back(exe / "../../configs/hardware/gpus.json");
+  } catch (const std::exception&) {
+  }
+  for (const auto& p : tries)
+    if (std::filesystem::exists(p)) return p.string();
+  return "";
+}
+
+std::vector<compile_check> compile_check_all(const config::operator_config& op,
+                                             const std::vector<runner::subject_spec>& subjects,
+                                             const eval_options& o) {
+  std::vector<std::pair<std::string, json>> all = {{"reference", op.reference.to_json()}};
+  for (const auto& s : subjects) all.emplace_back(s.role, s.candidate);
+  const std::string worker = o.worker.empty() ? runner::default_worker_exe() : o.worker;
+  const compile::compiler comp(worker, compile::default_cache_dir());
+  std::vector<compile_check> out;
+  for (const auto& [role, cj] : all) {
+    compile::request rq;
+    rq.source = cj.value("source", "");
+    rq.arch = o.arch;
+    const json params = cj.value("parameters", json::object());
+    for (const auto& [k, v] : params.items())
+      if (v.contains("default")) rq.defines[k] = v.at("default").get<std::int64_t>();
+    rq.options = cj.value("compile_options", std::vector<std::string>{});
+    rq.name = role + ".cu";
+    const auto r = comp.compile(rq);
+    compile_check c;
+    c.role = role;
+    c.status = r.ok() ? (r.integrity_problems.empty() ? "ok" : "rejected_integrity")
+                      : compile::status_name(r.st);
+    c.log = r.ok() && !r.integrity_problems.empty()
+                ? fmt::format("{}", fmt::join(r.integrity_problems, "; "))
+                : r.log;
+    c.meta = r.to_json();
+    c.meta["arch"] = o.arch;
+    c.meta["parameters"] = rq.defines;
+    c.meta["options"] = compile::effective_options(rq);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+eval_outcome run_evaluation(const config::operator_config& op,
+                            const std::vector<runner::subject_spec>& subjects,
+                            const std::vector<std::string>& workloads, const eval_options& o,
+                            const context* ctx, const std::string& stage,
+                            std::optional<std::int64_t> campaign_id,
+                            std::optional<std::int64_t> iteration_id) {
+  eval_outcome out;
+  runner::worker_options wo;
+  wo.worker_exe = o.worker;
+  wo.launch_prefix = split_words(o.launch_prefix);
+  wo.gpu = o.gpu;
+  if (wo.worker_exe.empty()) wo.worker_exe = runner::default_worker_exe();
+  runner::worker_client client(wo);
+  try {
+    client.start();
+    out.gpu = true;
+  } catch (const kopt::error& e) {
+    out.no_gpu_reason = e.what();
+  }
+
+  // Store: the operator, and (unless the caller has one) a campaign that
+  // holds this evaluation.
+  std::optional<store::store> db;
+  store::row_id operator_id = 0;
+  if (ctx) {
+    db.emplace(ctx->open_writer());
+    store::operator_record orec;
+    orec.name = op.name;
+    orec.op_type = op.op_type;
+    orec.config = op.snapshot();
+    orec.content_hash = op.content_hash();
+    orec.source_path = op.file.string();
+    std::vector<store::workload_record> wrecs;
+    int pos = 0;
+    for (const auto& w : op.workloads) {
+      store::workload_record wr;
+      wr.key = w.id;
+      wr.position = pos++;
+      wr.axes = json(w.axes);
+      wr.weight = w.weight;
+      wrecs.push_back(wr);
+    }
+    operator_id = db->put_operator(orec, wrecs).operator_id;
+    if (!campaign_id) {
+      store::campaign_record c;
+      c.operator_id = operator_id;
+      c.state = store::campaign_state::running;
+      c.provider = "eval";
+      c.settings = {{"kind", "eval"}, {"seeds", o.seeds}, {"workloads", workloads}};
+      campaign_id = db->create_campaign(c);
+    }
+    out.campaign_id = campaign_id;
+  }
+
+  if (!out.gpu) {
+    out.compile_checks = compile_check_all(op, subjects, o);
+    out.exit_code = exit_no_gpu;
+    if (db) {
+      // Keep what was learned: candidates and their compile checks.
+      for (const auto& s : subjects) {
+        store::candidate_record c;
+        c.campaign_id = *campaign_id;
+        c.iteration_id = iteration_id;
+        c.origin = s.origin;
+        c.source = s.candidate.value("source", "");
+        json plan = s.candidate;
+        plan.erase("source");
+        c.launch_plan = plan;
+        c.parameters = s.candidate.value("parameters", json::object());
+        c.note = s.note;
+        const auto cid = db->add_candidate(c);
+        out.candidate_ids[s.role] = cid;
+        for (const auto& cc : out.compile_checks)
+          if (cc.role == s.role) {
+            store::compilation_record cr;
+            cr.candidate_id = cid;
+            cr.parameter_values = cc.meta.value("parameters", json::object());
+            cr.arch = o.arch;
+            cr.options = cc.meta.value("options", json::array());
+            cr.status = cc.status == "ok"                   ? "ok"
+                        : cc.status == "rejected_integrity" ? "rejected"
+                        : cc.status == "timeout"            ? "timeout"
+                        : cc.status == "crashed"            ? "crashed"
+                                                            : "error";
+            cr.log = cc.log;
+            cr.duration_ms = cc.meta.value("duration_ms", 0.0);
+            cr.compiler_version = "nvrtc " + cc.meta.value("nvrtc_version", "");
+            if (!cc.meta.value("cubin_hash", "").empty())
+              cr.cubin_hash = cc.meta.value("cubin_hash", "");
+            db->add_compilation(cr);
+          }
+      }
+      store::event_record ev;
+      ev.campaign_id = *campaign_id;
+      ev.kind = "needs_gpu";
+      ev.message = "compile-checked only; correctness and timing need a GPU: " + out.no_gpu_reason;
+      db->add_event(ev);
+      if (stage == "eval")
+        db->set_campaign_state(*campaign_id, store::campaign_state::failed,
+                               "no GPU: " + out.no_gpu_reason);
+    }
+    return out;
+  }
+
+  json subj = json::array();
+  for (const auto& s : subjects) {
+    json sj = {{"role", s.role}, {"candidate", s.candidate}};
+    if (!s.parameters.empty()) sj["parameters"] = s.parameters;
+    subj.push_back(sj);
+  }
+  json req = {{"operator", op.snapshot()},
+              {"subjects", subj},
+              {"workloads", workloads},
+              {"settings",
+               {{"seeds", o.seeds},
+                {"base_seed", o.base_seed},
+                {"time_reference", o.time_reference},
+                {"launch_timeout_ms", o.launch_timeout_ms},
+                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}}}}};
+  out.report = client.evaluate(req, [](const json& m) {
+    if (m.value("type", "") == "workload_result")
+      spdlog::info("workload {} done", m.value("workload", ""));
+  });
+  client.stop();
+  std::optional<harness::gpu_peaks> peaks;
+  if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
+    peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
+  if (!peaks)
+    spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
+                 out.report.device.value("name", ""));
+  std::vector<std::string> roles;
+  for (const auto& s : subjects) roles.push_back(s.role);
+  if (o.time_reference) roles.push_back("reference");
+  for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks);
+  if (db) {
+    out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
+                                              subjects, out.report, out.summaries, stage);
+    for (const auto& e : out.report.events) {
+      store::event_record ev;
+      ev.campaign_id = *campaign_id;
+      ev.kind = "worker_restart";
+      ev.message = e;
+      db->add_event(ev);
+    }
+    if (stage == "eval")
+      db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
+  }
+  for (const auto& [r, s] : out.summaries)
+    if (s.overall_status != "ok") out.exit_code = exit_invalid;
+  return out;
+}
+
+json eval_outcome::to_json() const {
+  json j = {{"gpu", gpu}};
+  if (!gpu) {
+    j["needs_gpu"] = "correctness and timing need a GPU: " + no_gpu_reason;
+    json cc = json::array();
+    for (const auto& c : compile_checks)
+      cc.push_back({{"role", c.role}, {"status", c.status}, {"compile", c.meta}});
+    j["compile_checks"] = cc;
+  } else {
+    j["device"] = report.device;
+    json s = json::object();
+    for (const auto& [r, sum] : summaries) s[r] = sum.to_json();
+    j["results"] = s;
+    j["events"] = report.events;
+  }
+  if (campaign_id) j["campaign_id"] = *campaign_id;
+  j["candidate_ids"] = candidate_ids;
+  return j;
+}
+
+std::string eval_outcome::render() const {
+  std::string out;
+  if (!gpu) {
+    out += "Compile checks (" +
+           (compile_checks.empty() ? std::string("none")
+                                   : compile_checks.front().meta.value("arch", "")) +
+           "):\n";
+    for (const auto& c : compile_checks) {
+      out += fmt::format("  {:<12} {}", c.role, c.status);
+      if (c.status == "ok") {
+        const json kernels = c.meta.value("kernels", json::object());
+        for (const auto& [k, v] : kernels.items())
+          out += fmt::format("  [{}: {} registers, {} B spills]", k, v.value("registers", -1),
+                             v.value("spill_store_bytes", 0) + v.value("spill_load_bytes", 0));
+      }
+      out += "\n";
+      if (c.status != "ok") out += "    " + c.log.substr(0, 2000) + "\n";
+    }
+    out += "\nNot done: correctness checks and timing need a GPU.\n  " + no_gpu_reason + "\n";
+  } else {
+    out +=
+        fmt::format("GPU: {} (driver {}, {} SMs)\n", report.device.value("name", ""),
+                    report.device.value("driver_version", ""), report.device.value("sm_count", 0));
+    for (const auto& [r, s] : summaries) out += "\n" + runner::render_table(s);
+    for (const auto& e : report.events) out += "event: " + e + "\n";
+  }
+  if (campaign_id) out += fmt::format("\nstored as campaign {}\n", *campaign_id);
+  return out;
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,73 @@
+// Shared by `kopt eval` and `kopt run`: run an evaluation through a worker,
+// or, when no GPU is usable, compile-check what can be compiled and say what
+// needed the GPU; summarize per role; store the result.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "config/operator.hpp"
+#include "runner/evaluation.hpp"
+#include "runner/record.hpp"
+
+namespace kopt::cli {
+
+struct eval_options {
+  int gpu = 0;
+  std::string worker;         // kopt-worker path (default: beside kopt)
+  std::string launch_prefix;  // e.g. "srun --gres=gpu:1 -N1" (split on spaces)
+  int seeds = 3;
+  double min_time_s = 0.1;
+  double max_time_s = 1.0;
+  bool time_reference = false;
+  std::string arch = "sm_90a";  // for compile checks without a GPU
+  std::string peaks_file;       // default: configs/hardware/gpus.json
+  int launch_timeout_ms = 10000;
+  std::uint64_t base_seed = 20261130;
+};
+
+void add_eval_options(CLI::App& cmd, eval_options& o);
+
+// Finds configs/hardware/gpus.json (or the --peaks file).
+std::string find_peaks_file(const std::string& flag);
+
+struct compile_check {
+  std::string role;
+  std::string status;  // ok, compile_error, timeout, crashed, rejected_integrity
+  std::string log;
+  nlohmann::json meta;
+};
+
+struct eval_outcome {
+  bool gpu = false;
+  std::string no_gpu_reason;
+  std::vector<compile_check> compile_checks;
+  runner::evaluation_report report;
+  std::map<std::string, runner::evaluation_summary> summaries;
+  std::optional<std::int64_t> campaign_id;
+  std::map<std::string, std::int64_t> candidate_ids;
+  int exit_code = 0;
+  nlohmann::json to_json() const;
+  std::string render() const;
+};
+
+// ctx == nullptr: do not store. `stage` is recorded on every evaluation.
+eval_outcome run_evaluation(const config::operator_config& op,
+                            const std::vector<runner::subject_spec>& subjects,
+                            const std::vector<std::string>& workloads, const eval_options& o,
+                            const context* ctx, const std::string& stage,
+                            std::optional<std::int64_t> campaign_id = std::nullopt,
+                            std::optional<std::int64_t> iteration_id = std::nullopt);
+
+// Compile-only check of subjects (and the reference) for o.arch, through
+// isolated `kopt-worker compile` children. Works without a GPU.
+std::vector<compile_check> compile_check_all(const config::operator_config& op,
+                                             const std::vector<runner::subject_spec>& subjects,
+                                             const eval_options& o);
+
+}  // namespace kopt::cli

@@ -1,0 +1,384 @@
+// Read commands: `kopt list`, `kopt status`, `kopt show campaign|candidate`,
+// `kopt log`. They open the store read-only (WAL: they never block the
+// daemon and see only committed data) and print a table, or JSON with --json.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/render.hpp"
+#include "common/error.hpp"
+
+namespace kopt::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string budget_pair(std::int64_t spent, const std::optional<std::int64_t>& limit) {
+  return std::to_string(spent) + (limit ? "/" + std::to_string(*limit) : "");
+}
+
+std::string cost_pair(double spent, const std::optional<double>& limit) {
+  return "$" + fmt_double(spent, 2) + (limit ? "/$" + fmt_double(*limit, 2) : "");
+}
+
+void print_campaign_table(const std::vector<store::campaign_record>& cs) {
+  text_table t({"ID", "STATE", "PRI", "OPERATOR", "TEAM", "PROVIDER", "ITERS", "TOKENS", "COST",
+                "BEST", "CREATED"});
+  for (const auto& c : cs) {
+    t.add({std::to_string(c.id), std::string(store::to_string(c.state)), std::to_string(c.priority),
+           c.operator_name, c.team.empty() ? "-" : c.team,
+           c.provider + (c.model.empty() ? "" : ":" + c.model),
+           budget_pair(c.spent_iterations, c.budget.iterations), std::to_string(c.spent_tokens),
+           cost_pair(c.spent_cost_usd, c.budget.cost_usd), fmt_opt(c.best_candidate_id),
+           fmt_time(c.created_at)});
+  }
+  t.print(std::cout);
+}
+
+store::campaign_record need_campaign(store::store& s, store::row_id id) {
+  auto c = s.find_campaign(id);
+  if (!c) throw not_found_error("no campaign " + std::to_string(id) + " in " + s.path());
+  return *c;
+}
+
+json campaign_status_json(store::store& s, const store::campaign_record& c) {
+  json j = to_json(c);
+  j["iterations"] = s.iterations_of(c.id).size();
+  if (c.best_candidate_id) {
+    if (auto best = s.find_candidate(*c.best_candidate_id))
+      j["best_candidate"] = to_json(*best, false);
+  }
+  auto last = s.events_of(c.id, 1);
+  j["last_event"] = last.empty() ? json(nullptr) : to_json(last.back());
+  return j;
+}
+
+void print_campaign_status(store::store& s, const store::campaign_record& c) {
+  std::cout << "campaign " << c.id << ": " << c.operator_name << " [" << store::to_string(c.state)
+            << "]";
+  if (c.stop_reason) std::cout << " (" << *c.stop_reason << ")";
+  std::cout << '\n';
+  std::cout << "  provider     " << c.provider << (c.model.empty() ? "" : " / " + c.model) << '\n';
+  std::cout << "  priority     " << c.priority << (c.team.empty() ? "" : ", team " + c.team)
+            << '\n';
+  std::cout << "  iterations   " << budget_pair(c.spent_iterations, c.budget.iterations) << '\n';
+  std::cout << "  tokens       " << budget_pair(c.spent_tokens, c.budget.tokens) << '\n';
+  std::cout << "  cost         " << cost_pair(c.spent_cost_usd, c.budget.cost_usd) << '\n';
+  std::cout << "  wall time    " << fmt_double(c.spent_wall_time_s, 0) << "s"
+            << (c.budget.wall_time_s ? "/" + fmt_double(*c.budget.wall_time_s, 0) + "s" : "")
+            << '\n';
+  std::cout << "  best         ";
+  if (c.best_candidate_id) {
+    std::cout << "candidate " << *c.best_candidate_id;
+    if (c.best_score) std::cout << " (score " << fmt_double(*c.best_score, 4) << ")";
+  } else {
+    std::cout << "-";
+  }
+  std::cout << '\n';
+  std::cout << "  created      " << fmt_time(c.created_at) << '\n';
+  std::cout << "  started      " << fmt_time(c.started_at) << '\n';
+  std::cout << "  finished     " << fmt_time(c.finished_at) << '\n';
+  auto last = s.events_of(c.id, 1);
+  if (!last.empty()) {
+    std::cout << "  last event   " << fmt_time(last.back().created_at) << " " << last.back().kind
+              << ": " << last.back().message << '\n';
+  }
+}
+
+struct list_options {
+  std::string state;
+  std::string team;
+  std::int64_t limit = 0;
+  bool json = false;
+};
+
+void register_list(CLI::App& app, context& ctx) {
+  auto opts = std::make_shared<list_options>();
+  CLI::App* cmd = app.add_subcommand("list", "List campaigns, newest first");
+  std::vector<std::string> states;
+  for (auto s : store::campaign_state_names()) states.emplace_back(s);
+  cmd->add_option("--state", opts->state, "only campaigns in this state")
+      ->check(CLI::IsMember(states));
+  cmd->add_option("--team", opts->team, "only this team's campaigns");
+  cmd->add_option("--limit", opts->limit, "at most N campaigns")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opts->json, "print JSON on stdout");
+  cmd->footer("Example: kopt list --state running --json");
+  cmd->callback([opts, &ctx] {
+    std::vector<store::campaign_record> cs;
+    try {
+      store::store s = ctx.open_reader();
+      cs = s.list_campaigns(
+          opts->state.empty() ? std::nullopt : store::parse_campaign_state(opts->state),
+          opts->team.empty() ? std::nullopt : std::optional<std::string>(opts->team),
+          opts->limit > 0 ? std::optional<std::int64_t>(opts->limit) : std::nullopt);
+    } catch (const not_found_error& e) {
+      // No database yet: nothing was ever submitted, which is an empty list.
+      std::cerr << "kopt: " << e.what() << '\n';
+    }
+    if (opts->json) {
+      json arr = json::array();
+      for (const auto& c : cs) arr.push_back(to_json(c));
+      print_json(arr);
+    } else if (cs.empty()) {
+      std::cerr << "kopt: no campaigns\n";
+    } else {
+      print_campaign_table(cs);
+    }
+  });
+}
+
+struct status_options {
+  std::int64_t campaign = 0;
+  bool json = false;
+};
+
+void register_status(CLI::App& app, context& ctx) {
+  auto opts = std::make_shared<status_options>();
+  CLI::App* cmd = app.add_subcommand(
+      "status", "Summary of the queue, or of one campaign (budgets, spend, best candidate)");
+  auto* id_opt =
+      cmd->add_option("campaign", opts->campaign, "campaign id")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opts->json, "print JSON on stdout");
+  cmd->footer("Examples:\n  kopt status\n  kopt status 3 --json");
+  cmd->callback([opts, &ctx, id_opt] {
+    store::store s = ctx.open_reader();
+    store::transaction snapshot(s.db(), store::transaction::kind::deferred);
+    if (id_opt->count() > 0) {
+      const auto c = need_campaign(s, opts->campaign);
+      if (opts->json) {
+        print_json(campaign_status_json(s, c));
+      } else {
+        print_campaign_status(s, c);
+      }
+      snapshot.commit();
+      return;
+    }
+    const auto counts = s.campaign_counts();
+    std::vector<store::campaign_record> active;
+    for (auto st : {store::campaign_state::running, store::campaign_state::paused,
+                    store::campaign_state::queued}) {
+      for (auto& c : s.list_campaigns(st)) active.push_back(std::move(c));
+    }
+    if (opts->json) {
+      json arr = json::array();
+      for (const auto& c : active) arr.push_back(to_json(c));
+      print_json({{"database", s.path()},
+                  {"schema_version", s.db().pragma_int("user_version")},
+                  {"campaigns", counts},
+                  {"active", arr}});
+    } else {
+      std::cout << "database  " << s.path() << '\n';
+      std::cout << "campaigns ";
+      bool first = true;
+      for (auto name : store::campaign_state_names()) {
+        std::cout << (first ? "" : ", ") << name << " " << counts.at(std::string(name));
+        first = false;
+      }
+      std::cout << "\n";
+      if (!active.empty()) {
+        std::cout << '\n';
+        print_campaign_table(active);
+      }
+    }
+    snapshot.commit();
+  });
+}
+
+struct show_options {
+  std::int64_t id = 0;
+  bool json = false;
+  std::int64_t events = 20;
+};
+
+void show_campaign(store::store& s, const show_options& o) {
+  const auto c = need_campaign(s, o.id);
+  const auto op = s.find_operator(c.operator_id);
+  const auto workloads = s.workloads_of(c.operator_id);
+  const auto candidates = s.candidates_of(c.id);
+  const auto events = s.events_of(c.id, o.events);
+  std::map<std::string, std::int64_t> by_origin;
+  for (const auto& cand : candidates) by_origin[std::string(store::to_string(cand.origin))] += 1;
+  if (o.json) {
+    json j = campaign_status_json(s, c);
+    if (op) j["operator_record"] = to_json(*op, /*with_config=*/true);
+    j["workloads"] = json::array();
+    for (const auto& w : workloads) j["workloads"].push_back(to_json(w));
+    j["candidates"] = json::array();
+    for (const auto& cand : candidates) j["candidates"].push_back(to_json(cand, false));
+    j["candidates_by_origin"] = by_origin;
+    j["events"] = json::array();
+    for (const auto& e : events) j["events"].push_back(to_json(e));
+    print_json(j);
+    return;
+  }
+  print_campaign_status(s, c);
+  if (op) {
+    std::cout << "  operator     " << op->name << " (" << op->op_type << "), hash "
+              << op->content_hash.substr(0, 12) << ", from " << op->source_path.value_or("-")
+              << '\n';
+  }
+  std::cout << "  candidates   " << candidates.size();
+  for (const auto& [origin, n] : by_origin) std::cout << ", " << origin << " " << n;
+  std::cout << "\n\nworkloads\n";
+  text_table wt({"ID", "KEY", "WEIGHT", "AXES"});
+  for (const auto& w : workloads) {
+    wt.add({std::to_string(w.id), w.key, fmt_double(w.weight, 3), w.axes.dump()});
+  }
+  wt.print(std::cout);
+  if (!events.empty()) {
+    std::cout << "\nevents (last " << events.size() << ")\n";
+    text_table et({"TIME", "LEVEL", "KIND", "MESSAGE"});
+    for (const auto& e : events) et.add({fmt_time(e.created_at), e.level, e.kind, e.message});
+    et.print(std::cout);
+  }
+}
+
+void show_candidate(store::store& s, const show_options& o) {
+  auto cand = s.find_candidate(o.id);
+  if (!cand) throw not_found_error("no candidate " + std::to_string(o.id) + " in " + s.path());
+  const auto compilations = s.compilations_of(cand->id);
+  const auto evaluations = s.evaluations_of(cand->id);
+  if (o.json) {
+    json j = to_json(*cand, /*with_source=*/true);
+    j["compilations"] = json::array();
+    for (const auto& k : compilations) j["compilations"].push_back(to_json(k));
+    j["evaluations"] = json::array();
+    for (const auto& e : evaluations) j["evaluations"].push_back(to_json(e));
+    print_json(j);
+    return;
+  }
+  std::cout << "candidate " << cand->id << " [" << store::to_string(cand->origin)
+            << "] of campaign " << cand->campaign_id << '\n';
+  std::cout << "  iteration    " << fmt_opt(cand->iteration_id) << '\n';
+  std::cout << "  parent       " << fmt_opt(cand->parent_id) << '\n';
+  if (cand->provider) {
+    std::cout << "  provider     " << *cand->provider << (cand->model ? " / " + *cand->model : "")
+              << '\n';
+  }
+  std::cout << "  source hash  " << cand->source_hash << '\n';
+  std::cout << "  created      " << fmt_time(cand->created_at) << '\n';
+  if (cand->note) std::cout << "  note         " << *cand->note << '\n';
+  if (!compilations.empty()) {
+    std::cout << "\ncompilations\n";
+    text_table t({"ID", "STATUS", "ARCH", "PARAMS", "REGS", "SMEM", "SPILL", "MS"});
+    for (const auto& k : compilations) {
+      t.add({std::to_string(k.id), k.status, k.arch, k.parameter_values.dump(),
+             fmt_opt(k.registers), fmt_opt(k.shared_bytes), fmt_opt(k.spill_bytes),
+             fmt_opt(k.duration_ms, 0)});
+    }
+    t.print(std::cout);
+  }
+  if (!evaluations.empty()) {
+    std::cout << "\nevaluations\n";
+    text_table t({"WORKLOAD", "STAGE", "STATUS", "MEDIAN", "SOL%", "MAX_ABS", "MAX_REL", "SAMPLES",
+                  "ERROR"});
+    for (const auto& e : evaluations) {
+      t.add({e.workload_key, e.stage, std::string(store::to_string(e.status)),
+             fmt_ns(e.timing.median_ns),
+             e.sol_fraction ? fmt_double(*e.sol_fraction * 100.0, 1) : "-",
+             fmt_opt(e.max_abs_err, 6), fmt_opt(e.max_rel_err, 6), fmt_opt(e.timing.samples),
+             e.error.value_or("")});
+    }
+    t.print(std::cout);
+  }
+  std::cout << "\nlaunch plan\n" << cand->launch_plan.dump(2) << '\n';
+  if (!cand->parameters.empty()) std::cout << "\nparameters\n" << cand->parameters.dump(2) << '\n';
+  std::cout << "\nsource\n" << cand->source << (cand->source.ends_with('\n') ? "" : "\n");
+}
+
+void register_show(CLI::App& app, context& ctx) {
+  CLI::App* show = app.add_subcommand("show", "Show one campaign or candidate in full");
+  show->require_subcommand(1);
+  show->footer("Examples:\n  kopt show campaign 3\n  kopt show candidate 42 --json");
+
+  auto co = std::make_shared<show_options>();
+  CLI::App* campaign = show->add_subcommand(
+      "campaign", "A campaign: state, budgets, operator, workloads, candidates, recent events");
+  campaign->add_option("id", co->id, "campaign id")->required()->check(CLI::PositiveNumber);
+  campaign->add_option("--events", co->events, "how many recent events to show")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  campaign->add_flag("--json", co->json, "print JSON on stdout");
+  campaign->callback([co, &ctx] {
+    store::store s = ctx.open_reader();
+    store::transaction snapshot(s.db(), store::transaction::kind::deferred);
+    show_campaign(s, *co);
+    snapshot.commit();
+  });
+
+  auto ko = std::make_shared<show_options>();
+  CLI::App* candidate = show->add_subcommand(
+      "candidate", "A candidate: source, launch plan, compilations, per-workload evaluations");
+  candidate->add_option("id", ko->id, "candidate id")->required()->check(CLI::PositiveNumber);
+  candidate->add_flag("--json", ko->json, "print JSON on stdout (source included)");
+  candidate->callback([ko, &ctx] {
+    store::store s = ctx.open_reader();
+    store::transaction snapshot(s.db(), store::transaction::kind::deferred);
+    show_candidate(s, *ko);
+    snapshot.commit();
+  });
+}
+
+struct log_options {
+  std::int64_t campaign = 0;
+  bool json = false;
+};
+
+void register_log(CLI::App& app, context& ctx) {
+  auto opts = std::make_shared<log_options>();
+  CLI::App* cmd = app.add_subcommand(
+      "log", "Iteration table of a campaign: outcomes, spend, best per iteration");
+  cmd->add_option("campaign", opts->campaign, "campaign id")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opts->json, "print JSON on stdout");
+  cmd->footer(
+      "SCORE is the weight-averaged fraction of speed of light of the iteration's best candidate\n"
+      "among those correct on every workload they were evaluated on.\n"
+      "Example: kopt log 3 --json");
+  cmd->callback([opts, &ctx] {
+    store::store s = ctx.open_reader();
+    const auto c = need_campaign(s, opts->campaign);
+    const auto rows = s.iteration_summaries(c.id);
+    if (opts->json) {
+      json arr = json::array();
+      for (const auto& r : rows) arr.push_back(to_json(r));
+      print_json(
+          {{"campaign_id", c.id}, {"state", store::to_string(c.state)}, {"iterations", arr}});
+      return;
+    }
+    if (rows.empty()) {
+      std::cerr << "kopt: campaign " << c.id << " (" << store::to_string(c.state)
+                << ") has no iterations yet\n";
+      return;
+    }
+    text_table t({"ITER", "STATUS", "STRATEGY", "PARENT", "CANDS", "CERR", "OK", "FAILED", "BEST",
+                  "SCORE", "LLM", "TOKENS", "COST", "TIME"});
+    for (const auto& r : rows) {
+      const auto& it = r.iteration;
+      const std::int64_t ok = r.outcomes.contains("ok") ? r.outcomes.at("ok") : 0;
+      const std::int64_t skipped = r.outcomes.contains("skipped") ? r.outcomes.at("skipped") : 0;
+      t.add({std::to_string(it.number), it.status, it.strategy.empty() ? "-" : it.strategy,
+             fmt_opt(it.parent_candidate_id), std::to_string(r.candidates),
+             std::to_string(r.compile_errors), std::to_string(ok),
+             std::to_string(r.evaluations - ok - skipped), fmt_opt(r.best_candidate_id),
+             fmt_opt(r.best_score, 3), std::to_string(r.llm_calls), std::to_string(r.tokens),
+             "$" + fmt_double(r.cost_usd, 3),
+             it.finished_at ? fmt_duration_ms(*it.finished_at - it.started_at) : "..."});
+    }
+    t.print(std::cout);
+  });
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app, context& ctx, exit_status& /*status*/) {
+  register_list(app, ctx);
+  register_status(app, ctx);
+  register_show(app, ctx);
+  register_log(app, ctx);
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,55 @@
+// From a worker's evaluation_report to what kopt reports and stores per
+// workload: status, errors, timing, fraction of speed of light and speedups,
+// with the importance-weighted campaign figures (weighted mean fraction of
+// speed of light, failed workloads counting as zero; weighted geometric-mean
+// speedup over the workloads where both kernels ran). A result faster than
+// speed of light is turned into rejected_integrity here, in one place.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/operator.hpp"
+#include "core/roofline.hpp"
+#include "runner/worker_client.hpp"
+
+namespace kopt::runner {
+
+struct workload_row {
+  std::string workload;
+  double weight = 0;
+  std::string status;
+  std::string message;
+  double max_abs_err = 0, max_rel_err = 0;
+  double median_ns = 0, rsd = 0, q1_ns = 0, q3_ns = 0;
+  std::size_t samples = 0;
+  std::string stop_reason;
+  std::optional<double> sol_fraction;
+  std::optional<double> speedup_vs_baseline;
+  std::optional<double> speedup_vs_reference;
+  bool launch_bound = false;
+  nlohmann::json sol = nlohmann::json::object();
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+struct evaluation_summary {
+  std::string role;
+  std::vector<workload_row> rows;
+  double weighted_sol_fraction = 0;              // failed workloads count 0
+  std::optional<double> weighted_speedup_vs_baseline;
+  std::optional<double> weighted_speedup_vs_reference;
+  std::size_t ok = 0;
+  std::string overall_status;  // ok when every workload is ok, else the first failure's
+  nlohmann::json to_json() const;
+};
+
+evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
+                             const std::string& role, const std::optional<harness::gpu_peaks>& peaks);
+
+// A fixed-width table for terminals (one row per workload + totals).
+std::string render_table(const evaluation_summary& s);
+
+}  // namespace kopt::runner

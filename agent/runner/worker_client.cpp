@@ -1,0 +1,217 @@
+#include "runner/worker_client.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace kopt::runner {
+
+using json = nlohmann::json;
+
+std::string default_worker_exe() {
+  if (const char* e = std::getenv("KOPT_WORKER"); e && *e) return e;
+  return (std::filesystem::path(self_executable()).parent_path() / "kopt-worker").string();
+}
+
+worker_client::worker_client(worker_options opts) : opts_(std::move(opts)) {
+  if (opts_.worker_exe.empty()) opts_.worker_exe = default_worker_exe();
+}
+
+worker_client::~worker_client() { stop(); }
+
+void worker_client::stop() {
+  if (!proc_) return;
+  proc_->write_all(json{{"type", "shutdown"}}.dump() + "\n");
+  proc_->close_stdin();
+  proc_->wait(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  proc_.reset();
+}
+
+void worker_client::spawn() {
+  std::vector<std::string> argv = opts_.launch_prefix;
+  argv.push_back(opts_.worker_exe);
+  argv.push_back("--gpu");
+  argv.push_back(std::to_string(opts_.gpu));
+  if (!opts_.cache_dir.empty()) {
+    argv.push_back("--cache-dir");
+    argv.push_back(opts_.cache_dir);
+  }
+  // The worker runs generated code: it never sees the daemon's secrets.
+  proc_ = std::make_unique<child_process>(argv, scrubbed_environment());
+}
+
+std::optional<json> worker_client::next_message(std::chrono::seconds timeout, std::string* why) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto line = proc_->read_line(deadline);
+    if (!line) {
+      if (proc_->timed_out()) {
+        *why = fmt::format("the worker was silent for {} s and was killed", timeout.count());
+        proc_->kill_group();
+      } else {
+        const auto st = proc_->wait(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+        std::string err = proc_->drain_stderr(4000);
+        *why = fmt::format("the worker {}{}{}", st.describe(), err.empty() ? "" : ": ", err);
+      }
+      return std::nullopt;
+    }
+    if (line->empty()) continue;
+    try {
+      return json::parse(*line);
+    } catch (const json::exception&) {
+      // Not protocol: something in the worker wrote to stdout. Skip it, but
+      // keep the evidence.
+      *why = "non-protocol output from the worker: " + line->substr(0, 200);
+    }
+  }
+}
+
+const json& worker_client::start() {
+  if (proc_ && proc_->running()) return hello_;
+  spawn();
+  std::string why;
+  auto m = next_message(opts_.hello_timeout, &why);
+  if (!m) {
+    proc_.reset();
+    throw kopt::error("the GPU worker did not start: " + why);
+  }
+  if (m->value("type", "") != "hello" || !m->value("ok", false)) {
+    const std::string reason = m->value("error", m->dump());
+    proc_.reset();
+    throw kopt::error("the GPU worker cannot run here: " + reason);
+  }
+  if (m->value("protocol", 0) != 1) {
+    proc_.reset();
+    throw kopt::error(fmt::format("the GPU worker speaks protocol {}, kopt speaks 1", m->value("protocol", 0)));
+  }
+  hello_ = *m;
+  return hello_;
+}
+
+json worker_client::call(json request, std::chrono::seconds timeout) {
+  start();
+  const std::string id = fmt::format("r{}", next_id_++);
+  request["id"] = id;
+  if (!proc_->write_all(request.dump() + "\n")) throw kopt::error("the GPU worker closed its input");
+  for (;;) {
+    std::string why;
+    auto m = next_message(timeout, &why);
+    if (!m) {
+      proc_.reset();
+      throw kopt::error(why);
+    }
+    if (m->value("id", "") == id) return *m;
+  }
+}
+
+evaluation_report worker_client::evaluate(json request, const std::function<void(const json&)>& on_message) {
+  evaluation_report rep;
+  std::set<std::string> dropped_roles;      // subjects that crashed or hung
+  std::set<std::string> finished_workloads;
+  std::vector<std::string> all_workloads = request.value("workloads", std::vector<std::string>{});
+  const json all_subjects = request.value("subjects", json::array());
+  // Explicit workload ids, so that a restart can resend exactly the rest.
+  if (all_workloads.empty()) throw kopt::error("evaluate: the request must list its workloads");
+
+  for (int attempt = 0;; ++attempt) {
+    start();
+    rep.device = hello_.value("device", json::object());
+    json req = request;
+    const std::string id = fmt::format("e{}", next_id_++);
+    req["type"] = "evaluate";
+    req["id"] = id;
+    json subjects = json::array();
+    for (const auto& s : all_subjects)
+      if (!dropped_roles.count(s.value("role", ""))) subjects.push_back(s);
+    req["subjects"] = subjects;
+    if (!finished_workloads.empty()) {
+      std::vector<std::string> rest;
+      for (const auto& w : all_workloads)
+        if (!finished_workloads.count(w)) rest.push_back(w);
+      req["workloads"] = rest;
+    }
+    if (!proc_->write_all(req.dump() + "\n")) throw kopt::error("the GPU worker closed its input");
+
+    std::string current_workload;
+    std::string fatal_status, fatal_role, fatal_message;
+    bool done = false;
+    for (;;) {
+      std::string why;
+      auto m = next_message(opts_.silence_timeout, &why);
+      if (!m) {
+        if (fatal_status.empty()) {
+          fatal_status = "crashed";
+          fatal_message = why;
+          if (why.find("silent") != std::string::npos) fatal_status = "timeout";
+        }
+        break;
+      }
+      if (on_message) on_message(*m);
+      const std::string type = m->value("type", "");
+      if (m->contains("id") && m->value("id", "") != id) continue;  // stale
+      if (type == "compiled") {
+        rep.compiled[m->value("role", "")] = *m;
+      } else if (type == "workload_begin") {
+        current_workload = m->value("workload", "");
+      } else if (type == "workload_result") {
+        const std::string w = m->value("workload", "");
+        for (const auto& r : m->value("results", json::array()))
+          rep.results[w][r.value("role", "")] = {r.value("status", ""), r.value("message", ""), r};
+        finished_workloads.insert(w);
+        current_workload.clear();
+      } else if (type == "fatal") {
+        fatal_status = m->value("status", "crashed");
+        fatal_role = m->value("role", "");
+        fatal_message = m->value("message", "");
+        current_workload = m->value("workload", current_workload);
+      } else if (type == "error") {
+        throw kopt::error("the GPU worker rejected the request: " + m->value("message", ""));
+      } else if (type == "done") {
+        done = true;
+        break;
+      }
+    }
+    if (done) break;
+
+    // The worker is gone. Attribute the outcome and go on without the
+    // subject that caused it.
+    proc_.reset();
+    ++rep.restarts;
+    if (fatal_role.empty() || fatal_role == "reference") {
+      // Without a culprit (or with a broken reference) nothing more can be
+      // measured reliably on this workload: record it for everyone.
+      for (const auto& s : all_subjects)
+        rep.results[current_workload][s.value("role", "")] = {fatal_status, fatal_message, json::object()};
+      rep.results[current_workload]["reference"] = {fatal_status, fatal_message, json::object()};
+      finished_workloads.insert(current_workload);
+    } else {
+      dropped_roles.insert(fatal_role);
+      // This workload and every later one: the subject is known to crash.
+      for (const auto& w : all_workloads)
+        if (!finished_workloads.count(w) || w == current_workload)
+          rep.results[w][fatal_role] = {fatal_status,
+                                        w == current_workload ? fatal_message
+                                                              : "not run: the candidate " + fatal_status +
+                                                                    " on workload " + current_workload,
+                                        json::object()};
+    }
+    rep.events.push_back(fmt::format("worker restarted after {} of {} on {}: {}", fatal_status,
+                                     fatal_role.empty() ? "an unknown subject" : fatal_role, current_workload,
+                                     fatal_message));
+    if (attempt + 1 >= opts_.max_restarts) {
+      rep.events.push_back("giving up after too many worker restarts");
+      break;
+    }
+    bool left = false;
+    for (const auto& s : all_subjects)
+      if (!dropped_roles.count(s.value("role", ""))) left = true;
+    if (!left) break;
+  }
+  return rep;
+}
+
+}  // namespace kopt::runner

@@ -1,0 +1,85 @@
+// The control plane's side of the worker protocol (docs/worker-protocol.md):
+// starts kopt-worker through the configured launch prefix (nothing locally;
+// `srun ...` on a Slurm cluster) with a scrubbed environment, performs the
+// hello handshake, sends evaluation requests and turns the message stream
+// into an evaluation_report. A worker that dies or goes silent is not an
+// error of kopt: the subject that was running gets the outcome (crashed or
+// timeout), the worker is restarted, and the rest of the request is sent
+// again without that subject, so one bad kernel never loses the others'
+// results.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.hpp"
+
+namespace kopt::runner {
+
+struct worker_options {
+  std::string worker_exe;                 // default: kopt-worker next to kopt
+  std::vector<std::string> launch_prefix; // e.g. {"srun", "--gres=gpu:1", "-N1"}
+  int gpu = 0;
+  std::string cache_dir;
+  std::chrono::seconds hello_timeout{180};
+  // Longest silence tolerated while a request runs (the worker reports its
+  // own hangs; this is the backstop for a worker that is itself stuck).
+  std::chrono::seconds silence_timeout{600};
+  int max_restarts = 8;
+};
+
+// Default worker executable: $KOPT_WORKER, else kopt-worker beside kopt.
+std::string default_worker_exe();
+
+struct subject_result {
+  std::string status;   // ok, incorrect, compile_error, crashed, timeout, ...
+  std::string message;
+  nlohmann::json detail = nlohmann::json::object();  // as emitted by the worker
+};
+
+struct evaluation_report {
+  nlohmann::json device = nlohmann::json::object();
+  std::map<std::string, nlohmann::json> compiled;  // role -> compiled message
+  // workload -> role -> result
+  std::map<std::string, std::map<std::string, subject_result>> results;
+  std::vector<std::string> events;  // restarts and other happenings, in words
+  int restarts = 0;
+};
+
+class worker_client {
+ public:
+  explicit worker_client(worker_options opts);
+  ~worker_client();
+
+  // Starts the worker (if needed) and returns its hello device JSON; throws
+  // kopt::error with the worker's own reason when it cannot start (e.g. no
+  // GPU: the message says so plainly).
+  const nlohmann::json& start();
+
+  // Sends an evaluate request (see protocol docs; "id" is filled in) and
+  // collects the report, restarting the worker around fatal outcomes.
+  evaluation_report evaluate(nlohmann::json request,
+                             const std::function<void(const nlohmann::json&)>& on_message = {});
+
+  // Any request with a single answer (calibrate, ping).
+  nlohmann::json call(nlohmann::json request, std::chrono::seconds timeout);
+
+  void stop();
+
+ private:
+  void spawn();
+  std::optional<nlohmann::json> next_message(std::chrono::seconds timeout, std::string* why);
+  worker_options opts_;
+  std::unique_ptr<child_process> proc_;
+  nlohmann::json hello_;
+  int next_id_ = 1;
+};
+
+}  // namespace kopt::runner

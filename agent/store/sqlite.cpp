@@ -1,0 +1,303 @@
+#include "store/sqlite.hpp"
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <limits>
+
+#include "common/error.hpp"
+
+namespace kopt::store {
+
+namespace {
+
+// SQLITE_TRANSIENT is an old-style cast in a macro; spell it once here.
+sqlite3_destructor_type transient_destructor() noexcept {
+  return reinterpret_cast<sqlite3_destructor_type>(static_cast<std::intptr_t>(-1));
+}
+
+std::string error_text(sqlite3* db, int rc) {
+  std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  msg += " [";
+  msg += sqlite3_errstr(rc);
+  msg += ", code ";
+  msg += std::to_string(rc);
+  msg += "]";
+  return msg;
+}
+
+int to_int_size(std::size_t n, std::string_view what) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw store_error("sqlite: " + std::string(what) + " is too large (" + std::to_string(n) +
+                      " bytes)");
+  }
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+// --- database ---------------------------------------------------------------
+
+database::database(const std::filesystem::path& path, open_mode mode,
+                   std::chrono::milliseconds busy_timeout)
+    : path_(path.string()), mode_(mode) {
+  int flags = SQLITE_OPEN_EXRESCODE;
+  switch (mode) {
+    case open_mode::read_write_create:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      break;
+    case open_mode::read_write:
+      flags |= SQLITE_OPEN_READWRITE;
+      break;
+    case open_mode::read_only:
+      flags |= SQLITE_OPEN_READONLY;
+      break;
+  }
+  const int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = "sqlite: cannot open database (" + path_ + "): " + error_text(db_, rc);
+    sqlite3_close_v2(db_);  // a handle is returned even on failure
+    db_ = nullptr;
+    throw store_error(msg);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  const auto ms = busy_timeout.count();
+  const int timeout =
+      ms > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(ms);
+  if (const int brc = sqlite3_busy_timeout(db_, timeout); brc != SQLITE_OK) {
+    std::string msg = "sqlite: busy_timeout (" + path_ + "): " + error_text(db_, brc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw store_error(msg);
+  }
+}
+
+database::~database() {
+  if (db_ != nullptr) {
+    // close_v2 defers the close until outstanding statements finish instead
+    // of failing with SQLITE_BUSY; nothing to report from a destructor.
+    sqlite3_close_v2(db_);
+  }
+}
+
+database::database(database&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)), mode_(other.mode_) {}
+
+database& database::operator=(database&& other) noexcept {
+  if (this != &other) {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    path_ = std::move(other.path_);
+    mode_ = other.mode_;
+  }
+  return *this;
+}
+
+void database::fail(int rc, std::string_view what) const {
+  throw store_error("sqlite: " + std::string(what) + " (" + path_ + "): " + error_text(db_, rc));
+}
+
+void database::exec(std::string_view sql) {
+  const std::string text(sql);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    std::string head = text.substr(0, 80);
+    throw store_error("sqlite: exec \"" + head + (text.size() > 80 ? "...\"" : "\"") + " (" +
+                      path_ + "): " + msg + " [" + sqlite3_errstr(rc) + ", code " +
+                      std::to_string(rc) + "]");
+  }
+}
+
+statement database::prepare(std::string_view sql) {
+  return statement(*this, sql);
+}
+
+std::int64_t database::pragma_int(std::string_view name) {
+  statement st(*this, "PRAGMA " + std::string(name));
+  if (!st.step())
+    throw store_error("sqlite: PRAGMA " + std::string(name) + " returned no row (" + path_ + ")");
+  return st.get_int(0);
+}
+
+std::string database::pragma_text(std::string_view name) {
+  statement st(*this, "PRAGMA " + std::string(name));
+  if (!st.step())
+    throw store_error("sqlite: PRAGMA " + std::string(name) + " returned no row (" + path_ + ")");
+  return st.get_text(0);
+}
+
+std::int64_t database::last_insert_rowid() const noexcept {
+  return sqlite3_last_insert_rowid(db_);
+}
+std::int64_t database::changes() const noexcept {
+  return sqlite3_changes64(db_);
+}
+bool database::in_transaction() const noexcept {
+  return sqlite3_get_autocommit(db_) == 0;
+}
+
+// --- statement --------------------------------------------------------------
+
+statement::statement(database& db, std::string_view sql) : db_(&db), sql_(sql) {
+  const char* tail = nullptr;
+  const int rc = sqlite3_prepare_v2(db.handle(), sql_.data(), to_int_size(sql_.size(), "statement"),
+                                    &stmt_, &tail);
+  if (rc != SQLITE_OK) db.fail(rc, "prepare \"" + sql_.substr(0, 120) + "\"");
+  if (stmt_ == nullptr)
+    throw store_error("sqlite: empty statement \"" + sql_ + "\" (" + db.path() + ")");
+}
+
+statement::~statement() {
+  if (stmt_ != nullptr) sqlite3_finalize(stmt_);  // the error, if any, was reported by step()
+}
+
+statement::statement(statement&& other) noexcept
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)), sql_(std::move(other.sql_)) {}
+
+statement& statement::operator=(statement&& other) noexcept {
+  if (this != &other) {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    db_ = other.db_;
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    sql_ = std::move(other.sql_);
+  }
+  return *this;
+}
+
+void statement::check_bind(int rc, int index) {
+  if (rc != SQLITE_OK) {
+    db_->fail(rc,
+              "bind parameter " + std::to_string(index) + " of \"" + sql_.substr(0, 120) + "\"");
+  }
+}
+
+statement& statement::bind(int index, std::nullptr_t) {
+  check_bind(sqlite3_bind_null(stmt_, index), index);
+  return *this;
+}
+statement& statement::bind(int index, std::int64_t value) {
+  check_bind(sqlite3_bind_int64(stmt_, index, value), index);
+  return *this;
+}
+statement& statement::bind(int index, double value) {
+  check_bind(sqlite3_bind_double(stmt_, index, value), index);
+  return *this;
+}
+statement& statement::bind(int index, std::string_view value) {
+  check_bind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), transient_destructor(),
+                                 SQLITE_UTF8),
+             index);
+  return *this;
+}
+statement& statement::bind(int index, const nlohmann::json& value) {
+  if (value.is_null()) return bind(index, nullptr);
+  return bind(index, std::string_view(value.dump()));
+}
+
+bool statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  // Leave the statement reusable and report the statement that failed.
+  sqlite3_reset(stmt_);
+  db_->fail(rc, "step \"" + sql_.substr(0, 120) + "\"");
+}
+
+void statement::run() {
+  while (step()) {
+  }
+}
+
+void statement::reset() {
+  // sqlite3_reset repeats the error of the last step, already reported.
+  sqlite3_reset(stmt_);
+  if (const int rc = sqlite3_clear_bindings(stmt_); rc != SQLITE_OK)
+    db_->fail(rc, "clear bindings");
+}
+
+bool statement::is_null(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+std::int64_t statement::get_int(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
+double statement::get_double(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
+
+std::string statement::get_text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  const int n = sqlite3_column_bytes(stmt_, col);
+  if (p == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
+}
+
+std::optional<std::int64_t> statement::get_opt_int(int col) const {
+  if (is_null(col)) return std::nullopt;
+  return get_int(col);
+}
+std::optional<double> statement::get_opt_double(int col) const {
+  if (is_null(col)) return std::nullopt;
+  return get_double(col);
+}
+std::optional<std::string> statement::get_opt_text(int col) const {
+  if (is_null(col)) return std::nullopt;
+  return get_text(col);
+}
+
+nlohmann::json statement::get_json(int col) const {
+  if (is_null(col)) return nullptr;
+  const std::string text = get_text(col);
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw store_error("sqlite: column " + column_name(col) + " holds text that is not JSON (" +
+                      db_->path() + ")");
+  }
+  return j;
+}
+
+int statement::column_count() const {
+  return sqlite3_column_count(stmt_);
+}
+std::string statement::column_name(int col) const {
+  const char* n = sqlite3_column_name(stmt_, col);
+  return n != nullptr ? n : "?";
+}
+
+// --- transaction ------------------------------------------------------------
+
+namespace {
+std::atomic<std::uint64_t> savepoint_counter{0};
+}
+
+transaction::transaction(database& db, kind k) : db_(db), nested_(db.in_transaction()) {
+  if (nested_) {
+    savepoint_ = "kopt_sp_" + std::to_string(savepoint_counter.fetch_add(1));
+    db_.exec("SAVEPOINT " + savepoint_);
+  } else {
+    db_.exec(k == kind::immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+  }
+}
+
+transaction::~transaction() {
+  if (done_) return;
+  // Best effort: a rollback that fails leaves SQLite to roll back when the
+  // connection closes; a destructor cannot report it.
+  if (nested_) {
+    const std::string sql = "ROLLBACK TO " + savepoint_ + "; RELEASE " + savepoint_;
+    sqlite3_exec(db_.handle(), sql.c_str(), nullptr, nullptr, nullptr);
+  } else if (db_.in_transaction()) {
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void transaction::commit() {
+  if (done_) throw store_error("sqlite: transaction committed twice (" + db_.path() + ")");
+  db_.exec(nested_ ? "RELEASE " + savepoint_ : std::string("COMMIT"));
+  done_ = true;
+}
+
+}  // namespace kopt::store

@@ -1,0 +1,104 @@
+// The kopt store: one SQLite file (WAL mode) that keeps everything a
+// campaign produces, opened by one writer (the daemon, or `kopt submit`) and
+// any number of read-only readers (CLI inspection), which never block the
+// writer. Opening applies the pragmas kopt relies on and migrates the schema
+// (see migrations.hpp); the typed calls below cover what the CLI and the
+// campaign loop need, and db() gives raw SQL access for anything else, so a
+// subsystem can add its own queries without widening this class first.
+// docs/schema.md documents every table and column.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "store/records.hpp"
+#include "store/sqlite.hpp"
+
+namespace kopt::store {
+
+struct open_options {
+  bool read_only = false;
+  // How long a statement waits for another connection's lock before it
+  // fails with "database is locked".
+  std::chrono::milliseconds busy_timeout{5000};
+  // Create missing parent directories (writers only).
+  bool create_directories = true;
+};
+
+class store {
+ public:
+  // Writers create the file if needed, set WAL + synchronous=NORMAL +
+  // foreign_keys, and migrate. Readers open read-only and refuse a file
+  // that is absent, foreign, or at another schema version.
+  static store open(const std::filesystem::path& path, const open_options& options = {});
+
+  database& db() noexcept { return db_; }
+  bool read_only() const noexcept { return db_.read_only(); }
+  const std::string& path() const noexcept { return db_.path(); }
+
+  // --- operators and workloads ---------------------------------------------
+  struct put_operator_result {
+    row_id operator_id = 0;
+    bool created = false;  // false: a row with the same content hash existed
+  };
+  // Same content hash -> the existing row (its workloads are not touched:
+  // the hash covers them). Otherwise inserts the operator and its workloads.
+  put_operator_result put_operator(const operator_record& op,
+                                   std::span<const workload_record> workloads);
+  std::optional<operator_record> find_operator(row_id id);
+  std::optional<operator_record> find_operator_by_hash(std::string_view content_hash);
+  std::vector<workload_record> workloads_of(row_id operator_id);
+
+  // --- campaigns -------------------------------------------------------------
+  row_id create_campaign(const campaign_record& c);
+  std::optional<campaign_record> find_campaign(row_id id);
+  // Newest first; filters are optional.
+  std::vector<campaign_record> list_campaigns(std::optional<campaign_state> state = std::nullopt,
+                                              std::optional<std::string> team = std::nullopt,
+                                              std::optional<std::int64_t> limit = std::nullopt);
+  // Counts per state (every state present, zero when none).
+  std::map<std::string, std::int64_t> campaign_counts();
+  // Sets updated_at; started_at on the first `running`; finished_at on a
+  // terminal state. Throws not_found_error for an unknown id.
+  void set_campaign_state(row_id id, campaign_state state,
+                          std::optional<std::string> stop_reason = std::nullopt);
+  // Adds to the spent counters (all deltas may be zero).
+  void add_campaign_spend(row_id id, std::int64_t iterations, std::int64_t tokens, double cost_usd,
+                          double wall_time_s = 0.0);
+  void set_best_candidate(row_id campaign_id, row_id candidate_id, std::optional<double> score);
+
+  // --- iterations ------------------------------------------------------------
+  row_id add_iteration(const iteration_record& it);
+  void finish_iteration(row_id id, std::string_view status, std::optional<std::string> note = {});
+  std::vector<iteration_record> iterations_of(row_id campaign_id);
+  std::vector<iteration_summary> iteration_summaries(row_id campaign_id);
+  void add_dropout_decisions(row_id iteration_id, std::span<const dropout_decision> decisions);
+  std::vector<dropout_decision> dropout_decisions_of(row_id iteration_id);
+
+  // --- candidates, compilations, evaluations ---------------------------------
+  row_id add_candidate(const candidate_record& c);
+  std::optional<candidate_record> find_candidate(row_id id);
+  std::vector<candidate_record> candidates_of(row_id campaign_id);
+  row_id add_compilation(const compilation_record& c);
+  std::vector<compilation_record> compilations_of(row_id candidate_id);
+  row_id add_evaluation(const evaluation_record& e);
+  std::vector<evaluation_record> evaluations_of(row_id candidate_id);
+
+  // --- LLM calls and events --------------------------------------------------
+  row_id add_llm_call(const llm_call_record& call);
+  std::vector<llm_call_record> llm_calls_of(row_id campaign_id);
+  row_id add_event(const event_record& e);
+  // Newest first when limited: the last `limit` events, returned oldest first.
+  std::vector<event_record> events_of(std::optional<row_id> campaign_id,
+                                      std::optional<std::int64_t> limit = std::nullopt);
+
+ private:
+  explicit store(database db) : db_(std::move(db)) {}
+  database db_;
+};
+
+}  // namespace kopt::store

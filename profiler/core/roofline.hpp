@@ -1,0 +1,55 @@
+// Speed of light per workload (docs/measurement.md):
+//   T_SOL = max(FLOPs / peak FLOP/s of the unit the dtype uses,
+//               bytes / peak DRAM bandwidth)
+// with FLOPs and bytes from the operator config (bytes default: every input
+// read once, every output written once, in-place inputs both) and peaks from
+// configs/hardware/gpus.json or a calibration. A measured time below T_SOL
+// is physically impossible: the caller must treat it as an integrity or
+// measurement failure, never as a win.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/operator.hpp"
+
+namespace kopt::harness {
+
+struct gpu_peaks {
+  std::string name;          // table key, e.g. H200
+  double dram_bytes_per_s = 0;
+  std::map<std::string, double> flops_per_s;  // by unit: fp32, bf16_tensor, ...
+  std::string source;        // "datasheet" or "calibrated"
+  nlohmann::json to_json() const;
+};
+
+// Finds the table entry whose `match` strings occur in the device name.
+std::optional<gpu_peaks> find_peaks(const nlohmann::json& table, const std::string& device_name);
+nlohmann::json load_peak_table(const std::filesystem::path& file);
+
+struct roofline_counts {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// Throws kopt::error when an expression fails for this workload.
+roofline_counts roofline_for(const config::operator_config& op, const config::workload& w);
+
+struct sol_result {
+  double t_sol_ns = 0;
+  double t_compute_ns = 0, t_memory_ns = 0;
+  std::string bound;        // "memory" or "compute"
+  double fraction = 0;      // T_SOL / T_measured
+  bool impossible = false;  // fraction > 1 (beyond a small tolerance)
+  nlohmann::json to_json() const;
+};
+
+// `tolerance` allows for clock and timer granularity (default 2 %).
+sol_result speed_of_light(const roofline_counts& c, const std::string& flop_unit, const gpu_peaks& peaks,
+                          double measured_ns, double tolerance = 0.02);
+
+}  // namespace kopt::harness

@@ -1,0 +1,55 @@
+// The worker's evaluation of candidates against the reference, to the
+// standard of docs/measurement.md and the defences of docs/integrity.md:
+// seeded inputs, reference outputs computed once per workload and seed on
+// their own buffers, NaN-poisoned outputs, guard canaries around every
+// buffer, input hashes, tolerance checks on several seeds, CUPTI timing with
+// an L2 flush, persisting-L2 reset, input rotation and fresh output values
+// before every sample, a check of a randomly chosen timed sample, and a
+// re-check on unseen inputs after timing.
+//
+// Outcomes are data (statuses in the emitted JSON). Two outcomes end the
+// process on purpose: a kernel that hangs (the context cannot be recovered
+// without killing it) and a sticky CUDA error (trap, illegal address). The
+// evaluator then emits a "fatal" message naming the subject and workload and
+// exits; the control plane records the outcome and starts a new worker.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compile/compiler.hpp"
+#include "runtime/device.hpp"
+
+namespace kopt::harness {
+
+using emit_fn = std::function<void(const nlohmann::json&)>;
+
+// Process exit codes of kopt-worker after a fatal candidate outcome.
+inline constexpr int exit_candidate_crashed = 3;
+inline constexpr int exit_candidate_hang = 4;
+
+class evaluator {
+ public:
+  evaluator(device_info dev, const compile::compiler& comp, emit_fn emit);
+  ~evaluator();
+  evaluator(const evaluator&) = delete;
+  evaluator& operator=(const evaluator&) = delete;
+
+  // Handles one "evaluate" request; emits compiled / workload_begin /
+  // workload_result / done messages (or error). May terminate the process
+  // after emitting "fatal" (see above).
+  void evaluate(const nlohmann::json& request);
+
+  // Measures copy bandwidth (bytes/s, read + write) with a large float4 copy.
+  nlohmann::json calibrate();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+}  // namespace kopt::harness
