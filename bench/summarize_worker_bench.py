@@ -11,13 +11,18 @@ out = sys.argv[1]
 sizes = {"n2m": 2097152, "n8m": 8388608, "n32m": 33554432, "n128m": 134217728, "n512m": 536870912, "n2g": 2147483648}
 print(open(os.path.join(out, "gpu.txt")).read())
 
-runs = []
-for f in sorted(glob.glob(os.path.join(out, "fidelity_kopt_*.json"))):
-    try:
-        j = json.load(open(f))
-        runs.append({r["workload"]: r for r in j["results"]["candidate"]["rows"]})
-    except Exception as e:  # keep going: report what is there
-        print(f"{f}: unreadable ({e})")
+def load_runs(pattern):
+    runs = []
+    for f in sorted(glob.glob(os.path.join(out, pattern))):
+        try:
+            j = json.load(open(f))
+            runs.append({r["workload"]: r for r in j["results"]["candidate"]["rows"] if r["status"] != "not_run"})
+        except Exception as e:  # keep going: report what is there
+            print(f"{f}: unreadable ({e})")
+    return runs
+
+runs = load_runs("fidelity_kopt_*.json")
+large = load_runs("fidelity_large_kopt_*.json")
 
 def ncu_median(n):
     vals = []
@@ -33,7 +38,7 @@ def ncu_median(n):
 print("| workload | bytes moved | kopt median (run 1) | ncu gpu__time_duration median | difference | kopt median over 5 runs: min / max | spread (max-min)/median |")
 print("|---|---|---|---|---|---|---|")
 for w, n in sizes.items():
-    meds = [r[w]["median_ns"] for r in runs if w in r and r[w]["status"] == "ok"]
+    meds = [r[w]["median_ns"] for r in runs + large if w in r and r[w]["status"] == "ok"]
     ncu, cnt = ncu_median(n)
     if not meds:
         print(f"| {w} | {8*n/1e6:.0f} MB | failed | | | | |")

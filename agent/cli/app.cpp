@@ -7,6 +7,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "common/error.hpp"
+#include "llm/llm_cli.hpp"
 
 #ifndef KOPT_VERSION
 #define KOPT_VERSION "unknown"
@@ -83,6 +84,8 @@ application build_app() {
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
 #endif
+  // `kopt llm check` talks to the provider only; it records nothing.
+  kopt::llm::register_llm_cli(app);
   return a;
 }
 

@@ -169,17 +169,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
     if (db) {
       // Keep what was learned: candidates and their compile checks.
       for (const auto& s : subjects) {
-        store::candidate_record c;
-        c.campaign_id = *campaign_id;
-        c.iteration_id = iteration_id;
-        c.origin = s.origin;
-        c.source = s.candidate.value("source", "");
-        json plan = s.candidate;
-        plan.erase("source");
-        c.launch_plan = plan;
-        c.parameters = s.candidate.value("parameters", json::object());
-        c.note = s.note;
-        const auto cid = db->add_candidate(c);
+        const auto cid = db->add_candidate(runner::candidate_row(s, *campaign_id, iteration_id));
         out.candidate_ids[s.role] = cid;
         for (const auto& cc : out.compile_checks)
           if (cc.role == s.role) {

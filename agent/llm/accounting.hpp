@@ -13,10 +13,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/clock.hpp"
 #include "llm/types.hpp"
@@ -59,7 +58,8 @@ class budget {
   // reason, or nullopt and counts the call as in flight.
   std::optional<std::string> try_begin(std::int64_t worst_tokens, double worst_cost);
   // The call ended: frees its reservation and adds what it really used.
-  void end(std::int64_t worst_tokens, double worst_cost, std::int64_t used_tokens, double used_cost);
+  void end(std::int64_t worst_tokens, double worst_cost, std::int64_t used_tokens,
+           double used_cost);
 
   std::int64_t spent_tokens() const;
   double spent_cost() const;

@@ -13,9 +13,11 @@ llm_client::llm_client(std::unique_ptr<provider> p, client_options opts)
   price_ = opts_.prices.find(provider_->model());
   if (!price_ && provider_->caps().network && opts_.campaign_budget != nullptr &&
       opts_.campaign_budget->limits().cost_usd) {
-    spdlog::warn("llm: no price for model '{}' in the price table; calls count as $0 against the cost budget "
-                 "(token budgets still apply)",
-                 provider_->model());
+    spdlog::warn(
+        "llm: no price for model '{}' in the price table; calls count as $0 against the cost "
+        "budget "
+        "(token budgets still apply)",
+        provider_->model());
   }
 }
 
@@ -82,7 +84,8 @@ completion llm_client::call(const request& r) {
       spdlog::error("llm: stopping LLM use for this campaign: {}", *stopped_);
     }
   } else if (!out.ok()) {
-    spdlog::warn("llm {}: call failed ({}): {}", provider_->name(), call_status_name(out.status), out.error);
+    spdlog::warn("llm {}: call failed ({}): {}", provider_->name(), call_status_name(out.status),
+                 out.error);
   }
   record(r, out, started);
   return out;
@@ -92,14 +95,17 @@ std::future<completion> llm_client::submit(request r) {
   return std::async(std::launch::async, [this, r = std::move(r)] { return call(r); });
 }
 
-void llm_client::record(const request& r, const completion& c, std::chrono::system_clock::time_point started) {
+void llm_client::record(const request& r, const completion& c,
+                        std::chrono::system_clock::time_point started) {
   if (opts_.recorder == nullptr) return;
   call_record rec;
   rec.provider = provider_->name();
   rec.model = c.model.empty() ? provider_->model() : c.model;
   rec.tag = r.tag;
-  rec.prompt = redact_.apply(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  rec.prompt_sha256 = sha256_hex(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  rec.prompt =
+      redact_.apply(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  rec.prompt_sha256 =
+      sha256_hex(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   rec.response = c.text;
   rec.reasoning = c.reasoning;
   rec.stop_reason = c.stop_reason;

@@ -22,7 +22,9 @@ class time_source {
 class real_time final : public time_source {
  public:
   std::chrono::steady_clock::time_point now() override { return std::chrono::steady_clock::now(); }
-  std::chrono::system_clock::time_point wall_now() override { return std::chrono::system_clock::now(); }
+  std::chrono::system_clock::time_point wall_now() override {
+    return std::chrono::system_clock::now();
+  }
   void sleep_for(std::chrono::milliseconds d) override;
 };
 
@@ -31,8 +33,9 @@ time_source& default_time();
 
 class manual_clock final : public time_source {
  public:
-  explicit manual_clock(std::chrono::system_clock::time_point wall = std::chrono::system_clock::time_point{
-                            std::chrono::seconds{1'700'000'000}})
+  explicit manual_clock(std::chrono::system_clock::time_point wall =
+                            std::chrono::system_clock::time_point{
+                                std::chrono::seconds{1'700'000'000}})
       : wall_(wall) {}
   std::chrono::steady_clock::time_point now() override;
   std::chrono::system_clock::time_point wall_now() override;

@@ -43,9 +43,11 @@ struct fd_closer {
 
 }  // namespace
 
-command_provider::command_provider(const provider_config& cfg) : provider("command", cfg.model), cfg_(cfg) {
+command_provider::command_provider(const provider_config& cfg)
+    : provider("command", cfg.model), cfg_(cfg) {
   if (cfg_.command.empty() || cfg_.command[0].empty()) {
-    throw config_error("llm.command must be a non-empty list: the program and its arguments (no shell)");
+    throw config_error(
+        "llm.command must be a non-empty list: the program and its arguments (no shell)");
   }
 }
 
@@ -64,9 +66,11 @@ completion command_provider::complete(const request& r) {
     throw error(std::string("socketpair for the command provider failed: ") + std::strerror(errno));
   }
   fd_closer in_parent{in_pair[0]}, in_child{in_pair[1]};
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw error(std::string("pipe2 failed: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw error(std::string("pipe2 failed: ") + std::strerror(errno));
   fd_closer out_parent{out_pipe[0]}, out_child{out_pipe[1]};
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw error(std::string("pipe2 failed: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw error(std::string("pipe2 failed: ") + std::strerror(errno));
   fd_closer err_parent{err_pipe[0]}, err_child{err_pipe[1]};
 
   posix_spawn_file_actions_t fa;
@@ -116,13 +120,23 @@ completion command_provider::complete(const request& r) {
       failure_status = call_status::timeout;
       break;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.command_timeout - elapsed);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.command_timeout - elapsed);
     pollfd fds[3];
     nfds_t n = 0;
     int out_i = -1, err_i = -1, in_i = -1;
-    if (out_open) { fds[n] = {out_parent.fd, POLLIN, 0}; out_i = static_cast<int>(n++); }
-    if (err_open) { fds[n] = {err_parent.fd, POLLIN, 0}; err_i = static_cast<int>(n++); }
-    if (in_parent.fd >= 0) { fds[n] = {in_parent.fd, POLLOUT, 0}; in_i = static_cast<int>(n++); }
+    if (out_open) {
+      fds[n] = {out_parent.fd, POLLIN, 0};
+      out_i = static_cast<int>(n++);
+    }
+    if (err_open) {
+      fds[n] = {err_parent.fd, POLLIN, 0};
+      err_i = static_cast<int>(n++);
+    }
+    if (in_parent.fd >= 0) {
+      fds[n] = {in_parent.fd, POLLOUT, 0};
+      in_i = static_cast<int>(n++);
+    }
     const int pr = ::poll(fds, n, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1000)));
     if (pr < 0) {
       if (errno == EINTR) continue;
@@ -137,10 +151,12 @@ completion command_provider::complete(const request& r) {
       if (got > 0) {
         if (dst.size() + static_cast<std::size_t>(got) > limit) {
           if (&dst == &stdout_text) {
-            failure = "the command wrote more than " + std::to_string(limit) + " bytes (max_output_bytes) and was killed";
+            failure = "the command wrote more than " + std::to_string(limit) +
+                      " bytes (max_output_bytes) and was killed";
             failure_status = call_status::bad_response;
           }
-          dst.append(buf, std::min(static_cast<std::size_t>(got), limit - std::min(limit, dst.size())));
+          dst.append(buf,
+                     std::min(static_cast<std::size_t>(got), limit - std::min(limit, dst.size())));
         } else {
           dst.append(buf, static_cast<std::size_t>(got));
         }
@@ -152,7 +168,8 @@ completion command_provider::complete(const request& r) {
     drain(err_i, err_parent.fd, stderr_text, err_open, 64 * 1024);
     if (failure_status != call_status::ok) break;
     if (in_i >= 0 && (fds[in_i].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
-      const ssize_t w = ::send(in_parent.fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
+      const ssize_t w =
+          ::send(in_parent.fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
       if (w > 0) written += static_cast<std::size_t>(w);
       if (w < 0 && errno != EAGAIN && errno != EINTR) in_parent.close();  // child stopped reading
       if (written == input.size()) in_parent.close();
@@ -174,9 +191,12 @@ completion command_provider::complete(const request& r) {
   }
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     out.status = call_status::transient;
-    out.error = cfg_.command[0] + (WIFEXITED(wstatus) ? " exited with status " + std::to_string(WEXITSTATUS(wstatus))
-                                                      : " was killed by signal " + std::to_string(WTERMSIG(wstatus)));
-    if (!stderr_text.empty()) out.error += ": " + stderr_text.substr(stderr_text.size() > 2000 ? stderr_text.size() - 2000 : 0);
+    out.error = cfg_.command[0] +
+                (WIFEXITED(wstatus) ? " exited with status " + std::to_string(WEXITSTATUS(wstatus))
+                                    : " was killed by signal " + std::to_string(WTERMSIG(wstatus)));
+    if (!stderr_text.empty())
+      out.error +=
+          ": " + stderr_text.substr(stderr_text.size() > 2000 ? stderr_text.size() - 2000 : 0);
     return out;
   }
   out.text = std::move(stdout_text);

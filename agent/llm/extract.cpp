@@ -88,8 +88,8 @@ bool json_looks_like_plan(const fenced_block& b) {
   return !t.empty() && t.front() == '{';
 }
 
-const std::set<std::string, std::less<>> code_tags = {"cuda", "cu", "cuh", "c++", "cpp", "cxx", "cc",
-                                                      "c", "h", "hpp", "ptx"};
+const std::set<std::string, std::less<>> code_tags = {"cuda", "cu", "cuh", "c++", "cpp", "cxx",
+                                                      "cc",   "c",  "h",   "hpp", "ptx"};
 const std::set<std::string, std::less<>> json_tags = {"json", "jsonc", "json5", "javascript", "js"};
 
 // An expression in a plan: an integer or a string (parsed by kopt::config).
@@ -106,7 +106,8 @@ std::string where(std::size_t launch, std::string_view field) {
 void check_dims(json& launch, std::size_t i, const char* key, bool required, extraction& x) {
   auto it = launch.find(key);
   if (it == launch.end()) {
-    if (required) x.problems.push_back(where(i, key) + " is missing: give a list of 1 to 3 expressions");
+    if (required)
+      x.problems.push_back(where(i, key) + " is missing: give a list of 1 to 3 expressions");
     return;
   }
   if (is_expr(*it)) {
@@ -115,12 +116,15 @@ void check_dims(json& launch, std::size_t i, const char* key, bool required, ext
     return;
   }
   if (!it->is_array() || it->empty() || it->size() > 3) {
-    x.problems.push_back(where(i, key) + " must be a list of 1 to 3 expressions (integers or strings such as \"ceil_div(tokens, 4)\")");
+    x.problems.push_back(where(i, key) +
+                         " must be a list of 1 to 3 expressions (integers or strings such as "
+                         "\"ceil_div(tokens, 4)\")");
     return;
   }
   for (std::size_t d = 0; d < it->size(); ++d) {
     if (!is_expr((*it)[d])) {
-      x.problems.push_back(where(i, key) + "[" + std::to_string(d) + "] must be an integer or an expression string");
+      x.problems.push_back(where(i, key) + "[" + std::to_string(d) +
+                           "] must be an integer or an expression string");
     }
   }
 }
@@ -132,9 +136,11 @@ void check_arg(const json& a, std::size_t i, std::size_t k, extraction& x) {
     return;
   }
   int kinds = 0;
-  for (const char* kind : {"tensor", "workspace", "int", "scalar"}) kinds += a.contains(kind) ? 1 : 0;
+  for (const char* kind : {"tensor", "workspace", "int", "scalar"})
+    kinds += a.contains(kind) ? 1 : 0;
   if (kinds != 1) {
-    x.problems.push_back(at + " must have exactly one of \"tensor\", \"workspace\", \"int\", \"scalar\"");
+    x.problems.push_back(
+        at + " must have exactly one of \"tensor\", \"workspace\", \"int\", \"scalar\"");
     return;
   }
   for (const char* kind : {"tensor", "workspace", "scalar"}) {
@@ -143,7 +149,8 @@ void check_arg(const json& a, std::size_t i, std::size_t k, extraction& x) {
     }
   }
   if (a.contains("int")) {
-    if (!is_expr(a["int"])) x.problems.push_back(at + ".int must be an integer or an expression string");
+    if (!is_expr(a["int"]))
+      x.problems.push_back(at + ".int must be an integer or an expression string");
     const auto t = a.find("type");
     if (t == a.end() || !t->is_string() || (*t != "int32" && *t != "int64")) {
       x.problems.push_back(at + " needs \"type\": \"int32\" or \"int64\"");
@@ -165,7 +172,8 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
   for (const char* k : {"source", "source_file"}) {
     if (plan.contains(k)) {
       plan.erase(k);
-      x.notes.push_back(std::string("ignored \"") + k + "\" in the launch plan; the source is the ```cuda block");
+      x.notes.push_back(std::string("ignored \"") + k +
+                        "\" in the launch plan; the source is the ```cuda block");
     }
   }
   std::vector<std::string> unknown;
@@ -186,8 +194,8 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
   } else if (!launches->is_array() || launches->empty()) {
     x.problems.push_back("\"launches\" must be a non-empty list of launch objects");
   } else if (launches->size() > opts.max_launches) {
-    x.problems.push_back("\"launches\" has " + std::to_string(launches->size()) + " entries; at most " +
-                         std::to_string(opts.max_launches) + " are allowed");
+    x.problems.push_back("\"launches\" has " + std::to_string(launches->size()) +
+                         " entries; at most " + std::to_string(opts.max_launches) + " are allowed");
   } else {
     for (std::size_t i = 0; i < launches->size(); ++i) {
       json& l = (*launches)[i];
@@ -197,19 +205,23 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
       }
       const auto k = l.find("kernel");
       if (k == l.end() || !k->is_string() || k->get<std::string>().empty()) {
-        x.problems.push_back(where(i, "kernel") + " must name a __global__ function of the ```cuda block");
+        x.problems.push_back(where(i, "kernel") +
+                             " must name a __global__ function of the ```cuda block");
       } else {
         const std::string name = k->get<std::string>();
         if (std::find(kernels.begin(), kernels.end(), name) == kernels.end()) {
           std::string have;
           for (const std::string& n : kernels) have += (have.empty() ? "" : ", ") + n;
-          x.problems.push_back(where(i, "kernel") + " is \"" + name.substr(0, 128) +
-                               "\", which is not a __global__ function of the ```cuda block (it declares: " +
-                               (have.empty() ? "none" : have) + ")");
+          x.problems.push_back(
+              where(i, "kernel") + " is \"" + name.substr(0, 128) +
+              "\", which is not a __global__ function of the ```cuda block (it declares: " +
+              (have.empty() ? "none" : have) + ")");
         } else {
           const auto pos = code.find(name);
           if (!is_extern_c_before(code, pos)) {
-            x.problems.push_back("kernel \"" + name + "\" must be declared extern \"C\" __global__ so that its name is not mangled");
+            x.problems.push_back(
+                "kernel \"" + name +
+                "\" must be declared extern \"C\" __global__ so that its name is not mangled");
           }
         }
       }
@@ -217,11 +229,13 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
       check_dims(l, i, "block", true, x);
       check_dims(l, i, "cluster", false, x);
       if (const auto s = l.find("shared_bytes"); s != l.end() && !is_expr(*s)) {
-        x.problems.push_back(where(i, "shared_bytes") + " must be an integer or an expression string");
+        x.problems.push_back(where(i, "shared_bytes") +
+                             " must be an integer or an expression string");
       }
       const auto args = l.find("args");
       if (args == l.end() || !args->is_array()) {
-        x.problems.push_back(where(i, "args") + " is missing: list the kernel's arguments in order");
+        x.problems.push_back(where(i, "args") +
+                             " is missing: list the kernel's arguments in order");
       } else {
         for (std::size_t a = 0; a < args->size(); ++a) check_arg((*args)[a], i, a, x);
       }
@@ -230,15 +244,18 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
 
   if (const auto p = plan.find("parameters"); p != plan.end()) {
     if (!p->is_object()) {
-      x.problems.push_back("\"parameters\" must be an object mapping NAME to {\"values\": [...], \"default\": v}");
+      x.problems.push_back(
+          "\"parameters\" must be an object mapping NAME to {\"values\": [...], \"default\": v}");
     } else {
       for (auto it = p->begin(); it != p->end(); ++it) {
         const std::string at = "parameters." + it.key().substr(0, 64);
         const json& v = it.value();
         const auto values = v.is_object() ? v.find("values") : v.end();
         if (!v.is_object() || values == v.end() || !values->is_array() || values->empty() ||
-            !std::all_of(values->begin(), values->end(), [](const json& e) { return e.is_number_integer(); })) {
-          x.problems.push_back(at + " must be {\"values\": [integers...], \"default\": one of them}");
+            !std::all_of(values->begin(), values->end(),
+                         [](const json& e) { return e.is_number_integer(); })) {
+          x.problems.push_back(at +
+                               " must be {\"values\": [integers...], \"default\": one of them}");
           continue;
         }
         if (const auto d = v.find("default");
@@ -250,7 +267,8 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
   }
   if (const auto w = plan.find("workspaces"); w != plan.end()) {
     if (!w->is_object()) {
-      x.problems.push_back("\"workspaces\" must be an object mapping NAME to {\"bytes\": expression}");
+      x.problems.push_back(
+          "\"workspaces\" must be an object mapping NAME to {\"bytes\": expression}");
     } else {
       for (auto it = w->begin(); it != w->end(); ++it) {
         const std::string at = "workspaces." + it.key().substr(0, 64);
@@ -264,7 +282,8 @@ void check_plan(json& plan, const std::vector<std::string>& kernels, const std::
     }
   }
   if (const auto c = plan.find("compile_options"); c != plan.end()) {
-    if (!c->is_array() || !std::all_of(c->begin(), c->end(), [](const json& e) { return e.is_string(); })) {
+    if (!c->is_array() ||
+        !std::all_of(c->begin(), c->end(), [](const json& e) { return e.is_string(); })) {
       x.problems.push_back("\"compile_options\" must be a list of strings");
     }
   }
@@ -395,14 +414,17 @@ std::vector<std::string> global_function_names(std::string_view source) {
             last == "__align__" || last == "__attribute__" || last == "__declspec") {
           int depth = 0;
           do {
-            if (code[i] == '(') ++depth;
-            else if (code[i] == ')') --depth;
+            if (code[i] == '(')
+              ++depth;
+            else if (code[i] == ')')
+              --depth;
             ++i;
           } while (i < code.size() && depth > 0);
           last.clear();
           continue;
         }
-        if (!last.empty() && std::isdigit(static_cast<unsigned char>(last[0])) == 0) names.push_back(last);
+        if (!last.empty() && std::isdigit(static_cast<unsigned char>(last[0])) == 0)
+          names.push_back(last);
         break;
       }
       ++i;
@@ -421,8 +443,8 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
   const std::string text = strip_reasoning(answer, x.notes);
   const std::vector<fenced_block> blocks = fenced_blocks(text);
 
-  std::vector<const fenced_block*> code_blocks;     // candidates for the device code
-  std::vector<const fenced_block*> kernel_blocks;   // ...that declare a __global__
+  std::vector<const fenced_block*> code_blocks;    // candidates for the device code
+  std::vector<const fenced_block*> kernel_blocks;  // ...that declare a __global__
   std::vector<const fenced_block*> json_blocks;
   for (const fenced_block& b : blocks) {
     const bool tagged_json = json_tags.count(b.info) != 0;
@@ -450,23 +472,28 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
     code = kernel_blocks.back();
     if (kernel_blocks.size() > 1) {
       x.notes.push_back("found " + std::to_string(kernel_blocks.size()) +
-                        " code blocks with kernels; used the last one (line " + std::to_string(code->line) + ")");
+                        " code blocks with kernels; used the last one (line " +
+                        std::to_string(code->line) + ")");
     }
     if (code->info != "cuda" && code->info != "cu") {
-      x.notes.push_back("the code block is tagged \"" + (code->info.empty() ? std::string("(none)") : code->info.substr(0, 32)) +
+      x.notes.push_back("the code block is tagged \"" +
+                        (code->info.empty() ? std::string("(none)") : code->info.substr(0, 32)) +
                         "\", not \"cuda\"; used it anyway");
     }
     if (!code->closed) {
-      x.problems.push_back("the ```cuda block that starts on line " + std::to_string(code->line) +
-                           " is never closed (the answer may have been cut off): close it with ```");
+      x.problems.push_back(
+          "the ```cuda block that starts on line " + std::to_string(code->line) +
+          " is never closed (the answer may have been cut off): close it with ```");
     }
     if (const auto bad = invalid_utf8_at(code->content); bad != std::string_view::npos) {
-      x.problems.push_back("the device code is not valid UTF-8 (at " + line_col(code->content, bad) +
+      x.problems.push_back("the device code is not valid UTF-8 (at " +
+                           line_col(code->content, bad) +
                            " of the ```cuda block); use plain ASCII");
     }
     if (code->content.size() > opts.max_source_bytes) {
-      x.problems.push_back("the device code is " + std::to_string(code->content.size()) + " bytes; at most " +
-                           std::to_string(opts.max_source_bytes) + " are accepted");
+      x.problems.push_back("the device code is " + std::to_string(code->content.size()) +
+                           " bytes; at most " + std::to_string(opts.max_source_bytes) +
+                           " are accepted");
     }
   }
 
@@ -488,7 +515,8 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
         plan = std::move(j);
         if (json_blocks.size() > 1) {
           x.notes.push_back("found " + std::to_string(json_blocks.size()) +
-                            " JSON blocks; used the last launch plan (line " + std::to_string(b.line) + ")");
+                            " JSON blocks; used the last launch plan (line " +
+                            std::to_string(b.line) + ")");
         }
       } else if (plan_error.empty()) {
         plan_error = "the ```json block on line " + std::to_string(b.line) +
@@ -499,8 +527,9 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
         std::string what = e.what();
         // nlohmann's message repeats the offending text; keep it short.
         if (what.size() > 300) what.resize(300);
-        plan_error = "the ```json block on line " + std::to_string(b.line) + " is not valid JSON at " +
-                     line_col(b.content, e.byte == 0 ? 0 : e.byte - 1) + " of the block (" + what + ")";
+        plan_error = "the ```json block on line " + std::to_string(b.line) +
+                     " is not valid JSON at " + line_col(b.content, e.byte == 0 ? 0 : e.byte - 1) +
+                     " of the block (" + what + ")";
       }
     } catch (const json::exception& e) {
       // Not a syntax error but still unusable, e.g. a number beyond double
@@ -508,14 +537,16 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
       if (plan_error.empty()) {
         std::string what = e.what();
         if (what.size() > 300) what.resize(300);
-        plan_error = "the ```json block on line " + std::to_string(b.line) + " cannot be read (" + what + ")";
+        plan_error = "the ```json block on line " + std::to_string(b.line) + " cannot be read (" +
+                     what + ")";
       }
     }
   }
   if (!plan) {
-    x.problems.push_back(plan_error.empty()
-                             ? "no launch plan was found: add one ```json block with an object holding \"launches\""
-                             : plan_error);
+    x.problems.push_back(
+        plan_error.empty()
+            ? "no launch plan was found: add one ```json block with an object holding \"launches\""
+            : plan_error);
   }
 
   if (code != nullptr && plan) {
@@ -533,8 +564,10 @@ std::string extraction::feedback() const {
   std::string out = "Your answer could not be used:\n";
   for (const std::string& p : problems) out += "- " + p + "\n";
   out +=
-      "Answer with exactly one ```cuda block holding the device code (kernels declared extern \"C\" "
-      "__global__) and one ```json block holding the launch plan: {\"launches\": [{\"kernel\", \"grid\", "
+      "Answer with exactly one ```cuda block holding the device code (kernels declared extern "
+      "\"C\" "
+      "__global__) and one ```json block holding the launch plan: {\"launches\": [{\"kernel\", "
+      "\"grid\", "
       "\"block\", \"shared_bytes\", \"args\"}], \"parameters\": {...}, \"workspaces\": {...}}.\n";
   return out;
 }

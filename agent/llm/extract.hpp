@@ -11,12 +11,11 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kopt::llm {
 
@@ -43,10 +42,10 @@ extraction extract_candidate(std::string_view answer, const extract_options& opt
 
 // A fenced block of a Markdown answer, exposed for tests.
 struct fenced_block {
-  std::string info;     // language tag, lower-cased first word of the info string
+  std::string info;  // language tag, lower-cased first word of the info string
   std::string content;
   bool closed = true;
-  std::size_t line = 0; // 1-based line of the opening fence
+  std::size_t line = 0;  // 1-based line of the opening fence
 };
 std::vector<fenced_block> fenced_blocks(std::string_view text);
 

@@ -45,8 +45,10 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   if (colon != std::string_view::npos) {
     std::string name = lower(std::string(line.substr(0, colon)));
     std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
     t->resp->headers[name] = std::string(value);
   }
   return size * n;
@@ -102,36 +104,52 @@ void global_init() {
   static std::once_flag once;
   static CURLcode rc = CURLE_OK;
   std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (rc != CURLE_OK) throw error(std::string("curl_global_init failed: ") + curl_easy_strerror(rc));
+  if (rc != CURLE_OK)
+    throw error(std::string("curl_global_init failed: ") + curl_easy_strerror(rc));
 }
 
 template <typename T>
 void set(CURL* c, CURLoption opt, T value, const char* what) {
   const CURLcode rc = curl_easy_setopt(c, opt, value);
-  if (rc != CURLE_OK) throw error(std::string("curl_easy_setopt(") + what + ") failed: " + curl_easy_strerror(rc));
+  if (rc != CURLE_OK)
+    throw error(std::string("curl_easy_setopt(") + what + ") failed: " + curl_easy_strerror(rc));
 }
 
 }  // namespace
 
 const char* transport_error_name(transport_error e) noexcept {
   switch (e) {
-    case transport_error::none: return "none";
-    case transport_error::connect: return "connect";
-    case transport_error::timeout_first_byte: return "timeout waiting for the first byte";
-    case transport_error::timeout_stall: return "stalled";
-    case transport_error::timeout_total: return "total time limit reached";
-    case transport_error::connection: return "connection failed mid-transfer";
-    case transport_error::too_large: return "response too large";
-    case transport_error::tls: return "TLS";
-    case transport_error::aborted: return "aborted";
-    case transport_error::other: return "other";
+    case transport_error::none:
+      return "none";
+    case transport_error::connect:
+      return "connect";
+    case transport_error::timeout_first_byte:
+      return "timeout waiting for the first byte";
+    case transport_error::timeout_stall:
+      return "stalled";
+    case transport_error::timeout_total:
+      return "total time limit reached";
+    case transport_error::connection:
+      return "connection failed mid-transfer";
+    case transport_error::too_large:
+      return "response too large";
+    case transport_error::tls:
+      return "TLS";
+    case transport_error::aborted:
+      return "aborted";
+    case transport_error::other:
+      return "other";
   }
   return "unknown";
 }
 
-curl_transport::curl_transport() { global_init(); }
+curl_transport::curl_transport() {
+  global_init();
+}
 
-std::string curl_transport::version() { return curl_version(); }
+std::string curl_transport::version() {
+  return curl_version();
+}
 
 http_response curl_transport::post(const http_request& req, const body_consumer& consumer) {
   http_response resp;
@@ -168,7 +186,8 @@ http_response curl_transport::post(const http_request& req, const body_consumer&
   set(c, CURLOPT_SSL_VERIFYPEER, 1L, "SSL_VERIFYPEER");
   set(c, CURLOPT_SSL_VERIFYHOST, 2L, "SSL_VERIFYHOST");
   if (!req.ca_bundle.empty()) set(c, CURLOPT_CAINFO, req.ca_bundle.c_str(), "CAINFO");
-  set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.timeouts.connect.count()), "CONNECTTIMEOUT_MS");
+  set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.timeouts.connect.count()),
+      "CONNECTTIMEOUT_MS");
   set(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeouts.total.count()), "TIMEOUT_MS");
   set(c, CURLOPT_ACCEPT_ENCODING, "", "ACCEPT_ENCODING");
   set(c, CURLOPT_TCP_KEEPALIVE, 1L, "TCP_KEEPALIVE");
@@ -182,10 +201,12 @@ http_response curl_transport::post(const http_request& req, const body_consumer&
 
   const CURLcode rc = curl_easy_perform(c);
   long code = 0;
-  if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK) resp.status = static_cast<int>(code);
+  if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK)
+    resp.status = static_cast<int>(code);
   if (rc == CURLE_OK) return resp;
 
-  resp.error_text = std::string(curl_easy_strerror(rc)) + (errbuf[0] != '\0' ? std::string(": ") + errbuf : "");
+  resp.error_text =
+      std::string(curl_easy_strerror(rc)) + (errbuf[0] != '\0' ? std::string(": ") + errbuf : "");
   if (t.abort_reason != transport_error::none) {
     resp.error = t.abort_reason;
     switch (t.abort_reason) {
@@ -196,7 +217,8 @@ http_response curl_transport::post(const http_request& req, const body_consumer&
         resp.error_text = "no data for " + std::to_string(req.timeouts.stall.count()) + " ms";
         break;
       case transport_error::timeout_first_byte:
-        resp.error_text = "no response within " + std::to_string(req.timeouts.first_byte.count()) + " ms";
+        resp.error_text =
+            "no response within " + std::to_string(req.timeouts.first_byte.count()) + " ms";
         break;
       default:
         resp.error_text = "the response consumer stopped the transfer";

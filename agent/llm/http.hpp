@@ -39,14 +39,14 @@ struct http_request {
 
 enum class transport_error {
   none,
-  connect,        // DNS, refused, connect timeout
+  connect,  // DNS, refused, connect timeout
   timeout_first_byte,
   timeout_stall,
   timeout_total,
-  connection,     // reset, closed early, partial body
+  connection,  // reset, closed early, partial body
   too_large,
-  tls,            // certificate or handshake: not retried, a config problem
-  aborted,        // the body consumer asked to stop
+  tls,      // certificate or handshake: not retried, a config problem
+  aborted,  // the body consumer asked to stop
   other,
 };
 
@@ -54,8 +54,8 @@ const char* transport_error_name(transport_error e) noexcept;
 
 struct http_response {
   int status = 0;
-  header_map headers;   // lower-case names
-  std::string body;     // whole body, unless streamed to the consumer with a 2xx status
+  header_map headers;  // lower-case names
+  std::string body;    // whole body, unless streamed to the consumer with a 2xx status
   transport_error error = transport_error::none;
   std::string error_text;
 };

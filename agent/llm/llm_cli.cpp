@@ -23,18 +23,26 @@ struct check_options {
 };
 
 std::string hint(const completion& c, const provider_config& cfg) {
-  const std::string env = cfg.api_key_env.empty() ? std::string("the key variable") : cfg.api_key_env;
+  const std::string env =
+      cfg.api_key_env.empty() ? std::string("the key variable") : cfg.api_key_env;
   switch (c.http_status) {
-    case 401: return "the key was rejected: check that " + env + " holds a valid key for this provider";
-    case 403: return "the key lacks permission for this model or endpoint";
-    case 404: return "not found: check --model and --base-url (posted to " + endpoint_url(cfg) + ")";
-    case 429: return "rate limited or out of quota: check your plan and billing";
-    default: break;
+    case 401:
+      return "the key was rejected: check that " + env + " holds a valid key for this provider";
+    case 403:
+      return "the key lacks permission for this model or endpoint";
+    case 404:
+      return "not found: check --model and --base-url (posted to " + endpoint_url(cfg) + ")";
+    case 429:
+      return "rate limited or out of quota: check your plan and billing";
+    default:
+      break;
   }
   if (c.http_status == 0 && c.status != call_status::ok) {
-    return "no HTTP answer: check that something listens at " + endpoint_url(cfg) + " and that proxies (https_proxy, no_proxy) are right";
+    return "no HTTP answer: check that something listens at " + endpoint_url(cfg) +
+           " and that proxies (https_proxy, no_proxy) are right";
   }
-  if (c.ok() && c.text.empty()) return "the model answered with empty text (a reasoning model may need a larger max_tokens)";
+  if (c.ok() && c.text.empty())
+    return "the model answered with empty text (a reasoning model may need a larger max_tokens)";
   return {};
 }
 
@@ -47,7 +55,8 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
       std::ifstream in(o.config_file);
       if (!in) throw config_error("cannot open " + o.config_file);
       const nlohmann::json j = nlohmann::json::parse(in, nullptr, false, true);
-      if (j.is_discarded() || !j.is_object()) throw config_error(o.config_file + " is not a JSON object");
+      if (j.is_discarded() || !j.is_object())
+        throw config_error(o.config_file + " is not a JSON object");
       section = j.contains("llm") ? j["llm"] : j;
       base = std::filesystem::path(o.config_file).parent_path();
     }
@@ -58,13 +67,16 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
     if (o.stream_set) section["stream"] = o.stream;
     cfg = parse_provider_config(section, base);
     if (cfg.kind != "openai" && cfg.kind != "anthropic") {
-      throw config_error("llm check talks to an HTTP provider; use --provider openai or anthropic (got " + cfg.kind + ")");
+      throw config_error(
+          "llm check talks to an HTTP provider; use --provider openai or anthropic (got " +
+          cfg.kind + ")");
     }
     const auto t = std::chrono::milliseconds{static_cast<std::int64_t>(o.timeout_s * 1000)};
     cfg.timeouts.total = std::min(cfg.timeouts.total, t);
     cfg.timeouts.first_byte = std::min(cfg.timeouts.first_byte, t);
     cfg.retry.max_attempts = std::min(cfg.retry.max_attempts, 2);
-    cfg.retry.max_retry_after = std::min(cfg.retry.max_retry_after, std::chrono::milliseconds{5000});
+    cfg.retry.max_retry_after =
+        std::min(cfg.retry.max_retry_after, std::chrono::milliseconds{5000});
   } catch (const kopt::error& e) {
     std::fprintf(stderr, "kopt llm check: configuration problem: %s\n", e.what());
     return check_exit_config;
@@ -111,12 +123,15 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
                         {"hint", h}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("provider   %s\nendpoint   %s\nmodel      %s\nstatus     %s (HTTP %d, %d attempt%s)\nlatency    %lld ms\n",
-                cfg.kind.c_str(), endpoint.c_str(), (c.model.empty() ? cfg.model : c.model).c_str(),
-                call_status_name(c.status), c.http_status, c.attempts, c.attempts == 1 ? "" : "s",
-                static_cast<long long>(c.latency.count()));
+    std::printf(
+        "provider   %s\nendpoint   %s\nmodel      %s\nstatus     %s (HTTP %d, %d "
+        "attempt%s)\nlatency    %lld ms\n",
+        cfg.kind.c_str(), endpoint.c_str(), (c.model.empty() ? cfg.model : c.model).c_str(),
+        call_status_name(c.status), c.http_status, c.attempts, c.attempts == 1 ? "" : "s",
+        static_cast<long long>(c.latency.count()));
     std::printf("usage      prompt %lld, completion %lld (cached %lld, reasoning %lld)%s\n",
-                static_cast<long long>(c.tokens.prompt), static_cast<long long>(c.tokens.completion),
+                static_cast<long long>(c.tokens.prompt),
+                static_cast<long long>(c.tokens.completion),
                 static_cast<long long>(c.tokens.cached), static_cast<long long>(c.tokens.reasoning),
                 c.tokens.reported ? "" : " [estimated: the API reported none]");
     if (c.ok()) std::printf("answer     %s\n", c.text.substr(0, 200).c_str());
@@ -132,16 +147,18 @@ void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
   CLI::App* llm = app.add_subcommand("llm", "LLM provider tools");
   llm->require_subcommand(1);
   auto opts = std::make_shared<check_options>();
-  CLI::App* check = llm->add_subcommand("check", "Send one tiny request to the configured provider and report");
-  check->add_option("--config", opts->config_file, "JSON file with an \"llm\" section (or the section itself)");
+  CLI::App* check =
+      llm->add_subcommand("check", "Send one tiny request to the configured provider and report");
+  check->add_option("--config", opts->config_file,
+                    "JSON file with an \"llm\" section (or the section itself)");
   check->add_option("--provider", opts->provider, "openai or anthropic");
   check->add_option("--model", opts->model, "model name");
   check->add_option("--base-url", opts->base_url, "base URL (vLLM, llama.cpp, Ollama, gateways)");
   check->add_option("--api-key-env", opts->api_key_env, "environment variable that holds the key");
-  check->add_flag("--stream,!--no-stream", opts->stream, "use streaming")->each([opts](const std::string&) {
-    opts->stream_set = true;
-  });
-  check->add_option("--timeout", opts->timeout_s, "seconds before giving up")->check(CLI::PositiveNumber);
+  check->add_flag("--stream,!--no-stream", opts->stream, "use streaming")
+      ->each([opts](const std::string&) { opts->stream_set = true; });
+  check->add_option("--timeout", opts->timeout_s, "seconds before giving up")
+      ->check(CLI::PositiveNumber);
   check->add_flag("--json", opts->json_out, "print the report as JSON");
   check->callback([opts, recorder] {
     const int rc = run_check(*opts, recorder);

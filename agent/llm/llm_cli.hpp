@@ -6,9 +6,8 @@
 // where to record the check's call (the store), or null for nowhere.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 #include "llm/recorder.hpp"
 

@@ -20,7 +20,8 @@ std::string strip_slashes(std::string s) {
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string describe(const api_error& e) {
@@ -33,8 +34,10 @@ std::string describe(const api_error& e) {
 
 call_status status_for(failure_kind k, transport_error t) {
   switch (k) {
-    case failure_kind::fatal: return call_status::permanent;
-    case failure_kind::invalid_request: return call_status::invalid_request;
+    case failure_kind::fatal:
+      return call_status::permanent;
+    case failure_kind::invalid_request:
+      return call_status::invalid_request;
     case failure_kind::give_up:
     case failure_kind::retryable:
       if (t == transport_error::timeout_first_byte || t == transport_error::timeout_stall ||
@@ -60,7 +63,9 @@ struct attempt_outcome {
 
 }  // namespace
 
-std::int64_t estimate_tokens(std::size_t bytes) noexcept { return static_cast<std::int64_t>((bytes + 3) / 4); }
+std::int64_t estimate_tokens(std::size_t bytes) noexcept {
+  return static_cast<std::int64_t>((bytes + 3) / 4);
+}
 
 std::int64_t worst_case_prompt_tokens(const request& r) noexcept {
   std::size_t bytes = r.system.size() + 16;
@@ -70,11 +75,13 @@ std::int64_t worst_case_prompt_tokens(const request& r) noexcept {
 
 std::string endpoint_url(const provider_config& cfg) {
   if (cfg.kind == "openai") {
-    const std::string base = strip_slashes(cfg.base_url.empty() ? "https://api.openai.com/v1" : cfg.base_url);
+    const std::string base =
+        strip_slashes(cfg.base_url.empty() ? "https://api.openai.com/v1" : cfg.base_url);
     return ends_with(base, "/chat/completions") ? base : base + "/chat/completions";
   }
   if (cfg.kind == "anthropic") {
-    std::string base = strip_slashes(cfg.base_url.empty() ? "https://api.anthropic.com" : cfg.base_url);
+    std::string base =
+        strip_slashes(cfg.base_url.empty() ? "https://api.anthropic.com" : cfg.base_url);
     if (ends_with(base, "/v1/messages")) return base;
     if (ends_with(base, "/v1")) return base + "/messages";
     return base + "/v1/messages";
@@ -84,8 +91,8 @@ std::string endpoint_url(const provider_config& cfg) {
 
 // ---------------------------------------------------------------- http_provider
 
-http_provider::http_provider(std::string name, const provider_config& cfg, std::string endpoint, std::string key,
-                             http_transport& transport, time_source& time)
+http_provider::http_provider(std::string name, const provider_config& cfg, std::string endpoint,
+                             std::string key, http_transport& transport, time_source& time)
     : provider(std::move(name), cfg.model),
       cfg_(cfg),
       endpoint_(std::move(endpoint)),
@@ -96,7 +103,9 @@ http_provider::http_provider(std::string name, const provider_config& cfg, std::
   redact_.add(key_);
 }
 
-capabilities http_provider::caps() const { return {true, true, true, true, false}; }
+capabilities http_provider::caps() const {
+  return {true, true, true, true, false};
+}
 
 std::vector<std::string> http_provider::secrets() const {
   if (key_.empty()) return {};
@@ -140,36 +149,43 @@ completion http_provider::complete(const request& r) {
     const http_response resp = transport_.post(hr, consumer);
     out.http_status = resp.status;
     const bool success_status = resp.status >= 200 && resp.status < 300;
-    const bool json_body = resp.headers.count("content-type") != 0 &&
-                           resp.headers.at("content-type").find("application/json") != std::string::npos;
+    const bool json_body =
+        resp.headers.count("content-type") != 0 &&
+        resp.headers.at("content-type").find("application/json") != std::string::npos;
 
     if (resp.error == transport_error::tls) {
       a.kind = failure_kind::fatal;
       a.transport = resp.error;
-      a.error = "TLS failure talking to " + endpoint_ + ": " + resp.error_text +
-                " (kopt always verifies certificates; set ca_bundle if your gateway uses a private CA)";
+      a.error =
+          "TLS failure talking to " + endpoint_ + ": " + resp.error_text +
+          " (kopt always verifies certificates; set ca_bundle if your gateway uses a private CA)";
     } else if (resp.error == transport_error::too_large) {
       a.kind = failure_kind::give_up;
       a.bad_response = true;
       a.error = "response too large: more than " + std::to_string(cfg_.max_response_bytes) +
                 " bytes (max_response_bytes)";
-    } else if (resp.error != transport_error::none && !(success_status && cfg_.stream && acc->failed())) {
+    } else if (resp.error != transport_error::none &&
+               !(success_status && cfg_.stream && acc->failed())) {
       a.kind = failure_kind::retryable;
       a.transport = resp.error;
       a.error = std::string(transport_error_name(resp.error)) + ": " + resp.error_text;
       if (cfg_.stream && success_status) {
         a.error = "stream cut before its end (" + a.error + ")";
         if (acc->usage_seen()) a.billed = acc->answer().tokens;
-        a.billed.completion = std::max(a.billed.completion, estimate_tokens(acc->answer().text.size()));
+        a.billed.completion =
+            std::max(a.billed.completion, estimate_tokens(acc->answer().text.size()));
       }
     } else if (!success_status) {
       const api_error err = parse_api_error(resp.body);
       a.kind = classify_http_failure(resp.status, resp.headers, err);
       a.error = "HTTP " + std::to_string(resp.status);
-      if (!err.empty()) a.error += ": " + describe(err);
-      else if (!resp.body.empty()) a.error += ": " + resp.body.substr(0, 500);
+      if (!err.empty())
+        a.error += ": " + describe(err);
+      else if (!resp.body.empty())
+        a.error += ": " + resp.body.substr(0, 500);
       if (resp.status >= 300 && resp.status < 400 && resp.headers.count("location") != 0) {
-        a.error += " (redirect to " + resp.headers.at("location") + "; set base_url to the final address)";
+        a.error +=
+            " (redirect to " + resp.headers.at("location") + "; set base_url to the final address)";
       }
     } else {
       parse_result pr;
@@ -189,7 +205,8 @@ completion http_provider::complete(const request& r) {
           a.kind = failure_kind::retryable;
           a.error = "stream ended before its final event";
           if (acc->usage_seen()) a.billed = acc->answer().tokens;
-          a.billed.completion = std::max(a.billed.completion, estimate_tokens(acc->answer().text.size()));
+          a.billed.completion =
+              std::max(a.billed.completion, estimate_tokens(acc->answer().text.size()));
         } else {
           streamed_ok = true;
           pr.ok = true;
@@ -238,8 +255,9 @@ completion http_provider::complete(const request& r) {
     out.error = redact_.apply(a.error);
     const bool retry = a.kind == failure_kind::retryable && attempt < max_attempts;
     if (!retry) {
-      out.status = a.bad_response && a.kind != failure_kind::fatal ? call_status::bad_response
-                                                                   : status_for(a.kind, a.transport);
+      out.status = a.bad_response && a.kind != failure_kind::fatal
+                       ? call_status::bad_response
+                       : status_for(a.kind, a.transport);
       if (a.kind == failure_kind::retryable && max_attempts > 1) {
         out.error += " (gave up after " + std::to_string(attempt) + " attempts)";
       }
@@ -250,25 +268,29 @@ completion http_provider::complete(const request& r) {
       std::lock_guard lock(rng_mu_);
       unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
     }
-    const milliseconds delay = retry_delay(cfg_.retry, attempt, unit, resp.headers, time_.wall_now());
-    spdlog::warn("llm {}: attempt {}/{} failed ({}); retrying in {} ms", name(), attempt, max_attempts, out.error,
-                 delay.count());
+    const milliseconds delay =
+        retry_delay(cfg_.retry, attempt, unit, resp.headers, time_.wall_now());
+    spdlog::warn("llm {}: attempt {}/{} failed ({}); retrying in {} ms", name(), attempt,
+                 max_attempts, out.error, delay.count());
     time_.sleep_for(delay);
   }
   // Latency: real time, plus the waits when they went through a simulated clock.
-  out.latency = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - real_start);
-  if (&time_ != &default_time()) out.latency += std::chrono::duration_cast<milliseconds>(time_.now() - started);
+  out.latency =
+      std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - real_start);
+  if (&time_ != &default_time())
+    out.latency += std::chrono::duration_cast<milliseconds>(time_.now() - started);
   return out;
 }
 
 // ---------------------------------------------------------------- openai
 
-openai_provider::openai_provider(const provider_config& cfg, std::string key, http_transport& transport,
-                                 time_source& time)
+openai_provider::openai_provider(const provider_config& cfg, std::string key,
+                                 http_transport& transport, time_source& time)
     : http_provider("openai", cfg, endpoint_url(cfg), std::move(key), transport, time) {}
 
 std::vector<std::string> openai_provider::headers() const {
-  std::vector<std::string> h = {"Content-Type: application/json", "Accept: application/json, text/event-stream",
+  std::vector<std::string> h = {"Content-Type: application/json",
+                                "Accept: application/json, text/event-stream",
                                 "User-Agent: kopt/0.1"};
   if (!key().empty()) h.push_back("Authorization: Bearer " + key());
   return h;
@@ -280,7 +302,9 @@ json openai_provider::body(const request& r) const {
   return openai_request_body(q, model(), config().stream);
 }
 
-parse_result openai_provider::parse(std::string_view b) const { return parse_openai_response(b); }
+parse_result openai_provider::parse(std::string_view b) const {
+  return parse_openai_response(b);
+}
 
 std::unique_ptr<stream_accumulator> openai_provider::make_accumulator() const {
   return std::make_unique<openai_stream_accumulator>();
@@ -288,13 +312,14 @@ std::unique_ptr<stream_accumulator> openai_provider::make_accumulator() const {
 
 // ---------------------------------------------------------------- anthropic
 
-anthropic_provider::anthropic_provider(const provider_config& cfg, std::string key, http_transport& transport,
-                                       time_source& time)
+anthropic_provider::anthropic_provider(const provider_config& cfg, std::string key,
+                                       http_transport& transport, time_source& time)
     : http_provider("anthropic", cfg, endpoint_url(cfg), std::move(key), transport, time) {}
 
 std::vector<std::string> anthropic_provider::headers() const {
-  std::vector<std::string> h = {"Content-Type: application/json", "Accept: application/json, text/event-stream",
-                                "User-Agent: kopt/0.1", "anthropic-version: " + config().anthropic_version};
+  std::vector<std::string> h = {
+      "Content-Type: application/json", "Accept: application/json, text/event-stream",
+      "User-Agent: kopt/0.1", "anthropic-version: " + config().anthropic_version};
   if (!key().empty()) h.push_back("x-api-key: " + key());
   return h;
 }
@@ -305,7 +330,9 @@ json anthropic_provider::body(const request& r) const {
   return anthropic_request_body(q, model(), config().stream);
 }
 
-parse_result anthropic_provider::parse(std::string_view b) const { return parse_anthropic_response(b); }
+parse_result anthropic_provider::parse(std::string_view b) const {
+  return parse_anthropic_response(b);
+}
 
 std::unique_ptr<stream_accumulator> anthropic_provider::make_accumulator() const {
   return std::make_unique<anthropic_stream_accumulator>();
@@ -322,11 +349,13 @@ replay_provider::replay_provider(const provider_config& cfg) : provider("replay"
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("response") || !j["response"].is_string()) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("response") ||
+        !j["response"].is_string()) {
       throw config_error(cfg.transcript.string() + ":" + std::to_string(n) +
                          ": each line must be a JSON object with a string \"response\"");
     }
-    if (j.contains("prompt_sha256") && j["prompt_sha256"].is_string() && !j["prompt_sha256"].get<std::string>().empty()) {
+    if (j.contains("prompt_sha256") && j["prompt_sha256"].is_string() &&
+        !j["prompt_sha256"].get<std::string>().empty()) {
       by_prompt_[j["prompt_sha256"].get<std::string>()].push_back(std::move(j));
     } else {
       in_order_.push_back(std::move(j));
@@ -335,13 +364,15 @@ replay_provider::replay_provider(const provider_config& cfg) : provider("replay"
 }
 
 completion replay_provider::complete(const request& r) {
-  const std::string hash = sha256_hex(prompt_json(r).dump(-1, ' ', false, json::error_handler_t::replace));
+  const std::string hash =
+      sha256_hex(prompt_json(r).dump(-1, ' ', false, json::error_handler_t::replace));
   json entry;
   {
     std::lock_guard lock(mu_);
     if (const auto it = by_prompt_.find(hash); it != by_prompt_.end()) {
       std::size_t& next = next_by_prompt_[hash];
-      entry = it->second[std::min(next, it->second.size() - 1)];  // repeat the last when asked again
+      entry =
+          it->second[std::min(next, it->second.size() - 1)];  // repeat the last when asked again
       ++next;
     } else if (next_ < in_order_.size()) {
       entry = in_order_[next_++];
@@ -352,18 +383,24 @@ completion replay_provider::complete(const request& r) {
   out.model = model();
   if (entry.is_null()) {
     out.status = call_status::bad_response;
-    out.error = "the replay transcript has no answer for this prompt (sha256 " + hash + ") and no unmatched lines left";
+    out.error = "the replay transcript has no answer for this prompt (sha256 " + hash +
+                ") and no unmatched lines left";
     return out;
   }
   out.text = entry["response"].get<std::string>();
-  if (entry.contains("reasoning") && entry["reasoning"].is_string()) out.reasoning = entry["reasoning"];
-  if (entry.contains("stop_reason") && entry["stop_reason"].is_string()) out.stop_reason = entry["stop_reason"];
-  if (entry.contains("model") && entry["model"].is_string() && !entry["model"].get<std::string>().empty()) {
+  if (entry.contains("reasoning") && entry["reasoning"].is_string())
+    out.reasoning = entry["reasoning"];
+  if (entry.contains("stop_reason") && entry["stop_reason"].is_string())
+    out.stop_reason = entry["stop_reason"];
+  if (entry.contains("model") && entry["model"].is_string() &&
+      !entry["model"].get<std::string>().empty()) {
     out.model = entry["model"];
   }
   if (entry.contains("status") && entry["status"].is_string() && entry["status"] != "ok") {
     const std::string s = entry["status"];
-    out.status = s == "permanent" ? call_status::permanent : s == "timeout" ? call_status::timeout : call_status::transient;
+    out.status = s == "permanent" ? call_status::permanent
+                 : s == "timeout" ? call_status::timeout
+                                  : call_status::transient;
     out.error = entry.value("error", std::string("replayed failure"));
   }
   if (const auto u = entry.find("usage"); u != entry.end() && u->is_object()) {
@@ -388,7 +425,8 @@ completion autotune_provider::complete(const request&) {
 
 // ---------------------------------------------------------------- factory
 
-std::unique_ptr<provider> make_provider(const provider_config& cfg, http_transport* transport, time_source* time) {
+std::unique_ptr<provider> make_provider(const provider_config& cfg, http_transport* transport,
+                                        time_source* time) {
   static curl_transport* shared = nullptr;
   static std::once_flag once;
   if (transport == nullptr && (cfg.kind == "openai" || cfg.kind == "anthropic")) {
@@ -406,13 +444,15 @@ std::unique_ptr<provider> make_provider(const provider_config& cfg, http_transpo
     }
     // A local server (vLLM, llama.cpp, Ollama) needs no key: only read one when named.
     if (!env.empty() || !cfg.api_key_file.empty()) key = load_api_key(env, cfg.api_key_file);
-    if (cfg.kind == "openai") return std::make_unique<openai_provider>(cfg, std::move(key), *transport, *time);
+    if (cfg.kind == "openai")
+      return std::make_unique<openai_provider>(cfg, std::move(key), *transport, *time);
     return std::make_unique<anthropic_provider>(cfg, std::move(key), *transport, *time);
   }
   if (cfg.kind == "command") return std::make_unique<command_provider>(cfg);
   if (cfg.kind == "replay") return std::make_unique<replay_provider>(cfg);
   if (cfg.kind == "autotune") return std::make_unique<autotune_provider>();
-  throw config_error("unknown llm provider \"" + cfg.kind + "\" (expected openai, anthropic, command, replay, autotune)");
+  throw config_error("unknown llm provider \"" + cfg.kind +
+                     "\" (expected openai, anthropic, command, replay, autotune)");
 }
 
 }  // namespace kopt::llm

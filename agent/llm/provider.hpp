@@ -13,11 +13,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/accounting.hpp"
 #include "llm/clock.hpp"
@@ -32,9 +31,9 @@ namespace kopt::llm {
 struct provider_config {
   std::string kind = "autotune";  // openai | anthropic | command | replay | autotune
   std::string model;
-  std::string base_url;           // empty: the vendor's
-  std::string api_key_env;        // name of the variable holding the key
-  std::string api_key_file;       // or a file readable only by its owner
+  std::string base_url;      // empty: the vendor's
+  std::string api_key_env;   // name of the variable holding the key
+  std::string api_key_file;  // or a file readable only by its owner
   std::string anthropic_version = "2023-06-01";
   bool stream = false;
   std::int64_t max_tokens = 8192;
@@ -56,7 +55,8 @@ struct provider_config {
 
 // Parses and checks the section; throws kopt::config_error naming the field.
 // Relative paths are resolved against `base_dir`.
-provider_config parse_provider_config(const nlohmann::json& j, const std::filesystem::path& base_dir = {});
+provider_config parse_provider_config(const nlohmann::json& j,
+                                      const std::filesystem::path& base_dir = {});
 
 class provider {
  public:
@@ -70,7 +70,8 @@ class provider {
   virtual std::vector<std::string> secrets() const { return {}; }
 
  protected:
-  provider(std::string name, std::string model) : name_(std::move(name)), model_(std::move(model)) {}
+  provider(std::string name, std::string model)
+      : name_(std::move(name)), model_(std::move(model)) {}
 
  private:
   std::string name_;
@@ -110,7 +111,8 @@ class http_provider : public provider {
 
 class openai_provider final : public http_provider {
  public:
-  openai_provider(const provider_config& cfg, std::string key, http_transport& transport, time_source& time);
+  openai_provider(const provider_config& cfg, std::string key, http_transport& transport,
+                  time_source& time);
 
  protected:
   std::vector<std::string> headers() const override;
@@ -121,7 +123,8 @@ class openai_provider final : public http_provider {
 
 class anthropic_provider final : public http_provider {
  public:
-  anthropic_provider(const provider_config& cfg, std::string key, http_transport& transport, time_source& time);
+  anthropic_provider(const provider_config& cfg, std::string key, http_transport& transport,
+                     time_source& time);
 
  protected:
   std::vector<std::string> headers() const override;
@@ -170,7 +173,8 @@ class autotune_provider final : public provider {
 // Builds the configured provider; reads the API key (throws
 // kopt::config_error if it is missing or unsafe). `transport` and `time`
 // must outlive the provider; defaults are process-wide.
-std::unique_ptr<provider> make_provider(const provider_config& cfg, http_transport* transport = nullptr,
+std::unique_ptr<provider> make_provider(const provider_config& cfg,
+                                        http_transport* transport = nullptr,
                                         time_source* time = nullptr);
 
 // The URL a config posts to (base URL plus the API's path).

@@ -46,7 +46,8 @@ void memory_recorder::do_record(const call_record& r) {
   records_.push_back(r);
 }
 
-jsonl_recorder::jsonl_recorder(const std::filesystem::path& path) : path_(path), out_(path, std::ios::app) {
+jsonl_recorder::jsonl_recorder(const std::filesystem::path& path)
+    : path_(path), out_(path, std::ios::app) {
   if (!out_) throw error("cannot open transcript " + path.string() + " for appending");
 }
 
@@ -54,7 +55,9 @@ void jsonl_recorder::do_record(const call_record& r) {
   std::lock_guard lock(mu_);
   out_ << to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
-  if (!out_) spdlog::error("llm: writing transcript {} failed; later calls may be missing from it", path_.string());
+  if (!out_)
+    spdlog::error("llm: writing transcript {} failed; later calls may be missing from it",
+                  path_.string());
 }
 
 }  // namespace kopt::llm

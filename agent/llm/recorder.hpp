@@ -9,10 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/types.hpp"
 
@@ -21,10 +20,10 @@ namespace kopt::llm {
 struct call_record {
   std::string provider;
   std::string model;
-  std::string tag;          // the request's tag (campaign, iteration)
-  std::string prompt;       // prompt_json(request) serialised
+  std::string tag;     // the request's tag (campaign, iteration)
+  std::string prompt;  // prompt_json(request) serialised
   std::string prompt_sha256;
-  std::string response;     // the answer text
+  std::string response;  // the answer text
   std::string reasoning;
   std::string stop_reason;
   call_status status = call_status::ok;
@@ -67,7 +66,8 @@ class memory_recorder final : public call_recorder {
 // Appends one JSON object per call (to_json) to a file, for replay.
 class jsonl_recorder final : public call_recorder {
  public:
-  explicit jsonl_recorder(const std::filesystem::path& path);  // throws kopt::error if it cannot open
+  explicit jsonl_recorder(
+      const std::filesystem::path& path);  // throws kopt::error if it cannot open
 
  protected:
   void do_record(const call_record& r) override;

@@ -32,7 +32,8 @@ std::optional<double> parse_number(const std::string& s) {
   if (t.empty() || t.size() > 32) return std::nullopt;
   double v = 0;
   const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc{} || p != t.data() + t.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+  if (ec != std::errc{} || p != t.data() + t.size() || !std::isfinite(v) || v < 0)
+    return std::nullopt;
   return v;
 }
 
@@ -53,8 +54,8 @@ bool is_context_overflow(const api_error& e) {
 bool is_quota_error(const api_error& e) {
   return e.code == "insufficient_quota" || e.type == "insufficient_quota" ||
          e.code == "billing_hard_limit_reached" || e.type == "billing_error" ||
-         mentions(e.message, {"exceeded your current quota", "credit balance", "spend limit", "spending limit",
-                              "usage limit", "billing"});
+         mentions(e.message, {"exceeded your current quota", "credit balance", "spend limit",
+                              "spending limit", "usage limit", "billing"});
 }
 
 failure_kind classify_http_failure(int status, const header_map& headers, const api_error& err) {
@@ -69,7 +70,8 @@ failure_kind classify_http_failure(int status, const header_map& headers, const 
       return is_context_overflow(err) ? failure_kind::invalid_request : failure_kind::give_up;
     }
   }
-  if (status == 408 || status == 409 || status == 429 || status >= 500) return failure_kind::retryable;
+  if (status == 408 || status == 409 || status == 429 || status >= 500)
+    return failure_kind::retryable;
   if (status == 413 || ((status == 400 || status == 422) && is_context_overflow(err))) {
     return failure_kind::invalid_request;
   }
@@ -82,7 +84,8 @@ failure_kind classify_stream_error(const api_error& err) {
       err.type == "server_error" || err.type == "timeout_error" || err.type.empty()) {
     return failure_kind::retryable;
   }
-  if (err.type == "authentication_error" || err.type == "permission_error" || err.type == "not_found_error") {
+  if (err.type == "authentication_error" || err.type == "permission_error" ||
+      err.type == "not_found_error") {
     return failure_kind::fatal;
   }
   if (is_context_overflow(err)) return failure_kind::invalid_request;
@@ -90,8 +93,8 @@ failure_kind classify_stream_error(const api_error& err) {
 }
 
 std::optional<std::chrono::system_clock::time_point> parse_http_date(const std::string& s) {
-  static constexpr const char* formats[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                                            "%a %b %e %H:%M:%S %Y"};
+  static constexpr const char* formats[] = {"%a, %d %b %Y %H:%M:%S GMT",
+                                            "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"};
   const std::string t = trimmed(s);
   for (const char* f : formats) {
     std::tm tm{};
@@ -105,11 +108,12 @@ std::optional<std::chrono::system_clock::time_point> parse_http_date(const std::
   return std::nullopt;
 }
 
-std::optional<std::chrono::milliseconds> server_retry_delay(const header_map& headers,
-                                                            std::chrono::system_clock::time_point now) {
+std::optional<std::chrono::milliseconds> server_retry_delay(
+    const header_map& headers, std::chrono::system_clock::time_point now) {
   using std::chrono::milliseconds;
   if (const std::string* ms = header(headers, "retry-after-ms")) {
-    if (const auto v = parse_number(*ms); v && *v < 1e12) return milliseconds{static_cast<std::int64_t>(std::ceil(*v))};
+    if (const auto v = parse_number(*ms); v && *v < 1e12)
+      return milliseconds{static_cast<std::int64_t>(std::ceil(*v))};
   }
   if (const std::string* ra = header(headers, "retry-after")) {
     if (const auto v = parse_number(*ra); v && *v < 1e9) {
@@ -131,7 +135,8 @@ std::chrono::milliseconds backoff_delay(const retry_policy& p, int retry, double
   return std::chrono::milliseconds{static_cast<std::int64_t>(capped * factor)};
 }
 
-std::chrono::milliseconds retry_delay(const retry_policy& p, int retry, double unit, const header_map& headers,
+std::chrono::milliseconds retry_delay(const retry_policy& p, int retry, double unit,
+                                      const header_map& headers,
                                       std::chrono::system_clock::time_point now) {
   if (const auto d = server_retry_delay(headers, now)) return std::min(*d, p.max_retry_after);
   return backoff_delay(p, retry, unit);

@@ -46,15 +46,16 @@ bool is_quota_error(const api_error& err);
 
 // The server's requested delay, if any and if parsable: retry-after-ms,
 // then retry-after as seconds (may be fractional) or as an HTTP date.
-std::optional<std::chrono::milliseconds> server_retry_delay(const header_map& headers,
-                                                            std::chrono::system_clock::time_point now);
+std::optional<std::chrono::milliseconds> server_retry_delay(
+    const header_map& headers, std::chrono::system_clock::time_point now);
 
 // Backoff before retry number `retry` (1 for the first retry); `unit` in
 // [0, 1) picks the jitter so that tests can fix it.
 std::chrono::milliseconds backoff_delay(const retry_policy& p, int retry, double unit);
 
 // The delay to use: the server's, clamped to max_retry_after, else backoff.
-std::chrono::milliseconds retry_delay(const retry_policy& p, int retry, double unit, const header_map& headers,
+std::chrono::milliseconds retry_delay(const retry_policy& p, int retry, double unit,
+                                      const header_map& headers,
                                       std::chrono::system_clock::time_point now);
 
 // Parses an IMF-fixdate / RFC 850 / asctime HTTP date.

@@ -1,14 +1,14 @@
 #include "llm/secrets.hpp"
 
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/error.hpp"
 
@@ -46,8 +46,10 @@ std::string load_api_key(const std::string& env_name, const std::string& file) {
       ::close(fd);
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      throw config_error("API key file " + file + " must be a regular file owned by you and readable only by you "
-                         "(it has mode " + mode + "); run: chmod 600 " + file);
+      throw config_error("API key file " + file +
+                         " must be a regular file owned by you and readable only by you "
+                         "(it has mode " +
+                         mode + "); run: chmod 600 " + file);
     }
     std::string key;
     char buf[4096];
@@ -63,7 +65,8 @@ std::string load_api_key(const std::string& env_name, const std::string& file) {
       key.append(buf, static_cast<std::size_t>(n));
       if (key.size() > 65536) {
         ::close(fd);
-        throw config_error("API key file " + file + " is larger than 64 KiB; it should hold one key");
+        throw config_error("API key file " + file +
+                           " is larger than 64 KiB; it should hold one key");
       }
     }
     ::close(fd);
@@ -72,12 +75,14 @@ std::string load_api_key(const std::string& env_name, const std::string& file) {
     return key;
   }
   if (env_name.empty()) {
-    throw config_error("no API key configured: set api_key_env to the name of an environment variable "
-                       "(or api_key_file to a file readable only by you)");
+    throw config_error(
+        "no API key configured: set api_key_env to the name of an environment variable "
+        "(or api_key_file to a file readable only by you)");
   }
   const char* v = std::getenv(env_name.c_str());
   if (v == nullptr || *v == '\0') {
-    throw config_error("the environment variable " + env_name + " (api_key_env) is not set or empty");
+    throw config_error("the environment variable " + env_name +
+                       " (api_key_env) is not set or empty");
   }
   return trim_key(v);
 }
@@ -85,7 +90,8 @@ std::string load_api_key(const std::string& env_name, const std::string& file) {
 void redactor::add(std::string secret) {
   if (secret.size() < 4) return;  // too short to redact without mangling text
   std::lock_guard lock(mu_);
-  if (std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end()) secrets_.push_back(std::move(secret));
+  if (std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end())
+    secrets_.push_back(std::move(secret));
 }
 
 std::string redactor::apply(std::string_view text) const {
@@ -128,9 +134,11 @@ std::vector<std::string> scrubbed_environment(const std::vector<std::string>& na
     const std::string_view entry(*e);
     const auto eq = entry.find('=');
     const std::string_view name = entry.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? std::string_view{} : entry.substr(eq + 1);
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view{} : entry.substr(eq + 1);
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    if (!value.empty() && std::find(secrets.begin(), secrets.end(), value) != secrets.end()) continue;
+    if (!value.empty() && std::find(secrets.begin(), secrets.end(), value) != secrets.end())
+      continue;
     out.emplace_back(entry);
   }
   return out;

@@ -77,6 +77,8 @@ void sse_parser::line(std::string_view l, std::vector<sse_event>& out) {
   }
 }
 
-bool sse_parser::finish() const noexcept { return !overflow_ && partial_.empty() && !has_fields_; }
+bool sse_parser::finish() const noexcept {
+  return !overflow_ && partial_.empty() && !has_fields_;
+}
 
 }  // namespace kopt::llm

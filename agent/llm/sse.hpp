@@ -24,7 +24,8 @@ class sse_parser {
  public:
   // A single line or event above this size makes the stream invalid: a
   // server that never sends a line end must not grow our memory without bound.
-  explicit sse_parser(std::size_t max_event_bytes = 16u << 20) : max_event_bytes_(max_event_bytes) {}
+  explicit sse_parser(std::size_t max_event_bytes = 16u << 20)
+      : max_event_bytes_(max_event_bytes) {}
 
   // Consumes bytes; complete events are appended to `out`. Returns false once
   // the stream exceeded the size limit (later calls do nothing).
@@ -38,8 +39,8 @@ class sse_parser {
   void line(std::string_view l, std::vector<sse_event>& out);
 
   std::size_t max_event_bytes_;
-  std::string partial_;      // bytes of the current, unterminated line
-  bool last_was_cr_ = false; // previous chunk ended in \r: a leading \n is its pair
+  std::string partial_;       // bytes of the current, unterminated line
+  bool last_was_cr_ = false;  // previous chunk ended in \r: a leading \n is its pair
   bool overflow_ = false;
   bool has_fields_ = false;  // the current event has received a field
   sse_event current_;

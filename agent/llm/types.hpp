@@ -34,10 +34,10 @@ struct request {
 struct usage {
   std::int64_t prompt = 0;
   std::int64_t completion = 0;
-  std::int64_t cached = 0;        // input tokens read from the provider's cache
-  std::int64_t cache_write = 0;   // input tokens written to the cache (Anthropic)
-  std::int64_t reasoning = 0;     // part of `completion`
-  bool reported = false;          // false when the API gave no usage (we estimated)
+  std::int64_t cached = 0;       // input tokens read from the provider's cache
+  std::int64_t cache_write = 0;  // input tokens written to the cache (Anthropic)
+  std::int64_t reasoning = 0;    // part of `completion`
+  bool reported = false;         // false when the API gave no usage (we estimated)
 
   std::int64_t total() const noexcept { return prompt + completion; }
   usage& operator+=(const usage& o) noexcept;
@@ -65,16 +65,14 @@ struct completion {
   std::string model;        // as the API reports it
   usage tokens;             // summed over all attempts that the provider may bill
   double cost_usd = 0;
-  int http_status = 0;      // of the last attempt; 0 when no HTTP response
+  int http_status = 0;  // of the last attempt; 0 when no HTTP response
   int attempts = 0;
   std::chrono::milliseconds latency{0};  // wall time of the whole call, retries included
-  std::string error;        // why it failed (redacted: never holds a key)
+  std::string error;                     // why it failed (redacted: never holds a key)
 
   bool ok() const noexcept { return status == call_status::ok; }
   // True when the answer was cut by the output cap; the loop may say so to the LLM.
-  bool truncated() const noexcept {
-    return stop_reason == "length" || stop_reason == "max_tokens";
-  }
+  bool truncated() const noexcept { return stop_reason == "length" || stop_reason == "max_tokens"; }
 };
 
 // What a provider can do, so the loop and `kopt llm check` can adapt.

@@ -42,8 +42,10 @@ api_error error_from(const json& e) {
   out.type = str(e, "type");
   out.message = str(e, "message");
   if (const json* c = member(e, "code"); c != nullptr) {
-    if (c->is_string()) out.code = c->get<std::string>();
-    else if (c->is_number_integer()) out.code = std::to_string(c->get<std::int64_t>());
+    if (c->is_string())
+      out.code = c->get<std::string>();
+    else if (c->is_number_integer())
+      out.code = std::to_string(c->get<std::int64_t>());
   }
   if (out.empty()) out.message = "error object without type or message";
   return out;
@@ -55,7 +57,8 @@ usage openai_usage(const json& u) {
   t.prompt = count(u, "prompt_tokens");
   t.completion = count(u, "completion_tokens");
   if (const json* d = member(u, "prompt_tokens_details")) t.cached = count(*d, "cached_tokens");
-  if (const json* d = member(u, "completion_tokens_details")) t.reasoning = count(*d, "reasoning_tokens");
+  if (const json* d = member(u, "completion_tokens_details"))
+    t.reasoning = count(*d, "reasoning_tokens");
   return t;
 }
 
@@ -145,7 +148,8 @@ parse_result parse_openai_response(std::string_view body) {
     return r;
   }
   const json* choices = member(j, "choices");
-  if (choices == nullptr || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
+  if (choices == nullptr || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].is_object()) {
     r.problem = "response has no choices";
     return r;
   }
@@ -188,8 +192,10 @@ parse_result parse_anthropic_response(std::string_view body) {
   }
   for (const json& block : *content) {
     const std::string type = str(block, "type");
-    if (type == "text") r.answer.text += str(block, "text");
-    else if (type == "thinking") r.answer.reasoning += str(block, "thinking");
+    if (type == "text")
+      r.answer.text += str(block, "text");
+    else if (type == "thinking")
+      r.answer.reasoning += str(block, "thinking");
   }
   r.answer.stop_reason = str(j, "stop_reason");
   r.answer.model = str(j, "model");
@@ -242,7 +248,8 @@ void anthropic_stream_accumulator::on_event(const sse_event& e) {
   if (type.empty()) type = e.event;
   if (type == "error") {
     const json* err = member(j, "error");
-    error_ = err != nullptr ? error_from(*err) : api_error{"error", "", "error event without details"};
+    error_ =
+        err != nullptr ? error_from(*err) : api_error{"error", "", "error event without details"};
   } else if (type == "message_start") {
     if (const json* m = member(j, "message")) {
       answer_.model = str(*m, "model");
@@ -259,8 +266,10 @@ void anthropic_stream_accumulator::on_event(const sse_event& e) {
   } else if (type == "content_block_delta") {
     if (const json* d = member(j, "delta")) {
       const std::string dt = str(*d, "type");
-      if (dt == "text_delta") answer_.text += str(*d, "text");
-      else if (dt == "thinking_delta") answer_.reasoning += str(*d, "thinking");
+      if (dt == "text_delta")
+        answer_.text += str(*d, "text");
+      else if (dt == "thinking_delta")
+        answer_.reasoning += str(*d, "thinking");
     }
   } else if (type == "message_delta") {
     if (const json* d = member(j, "delta"); d != nullptr) {
@@ -289,15 +298,24 @@ usage& usage::operator+=(const usage& o) noexcept {
 
 const char* call_status_name(call_status s) noexcept {
   switch (s) {
-    case call_status::ok: return "ok";
-    case call_status::transient: return "transient";
-    case call_status::permanent: return "permanent";
-    case call_status::invalid_request: return "invalid_request";
-    case call_status::timeout: return "timeout";
-    case call_status::budget_exceeded: return "budget_exceeded";
-    case call_status::disabled: return "disabled";
-    case call_status::no_llm: return "no_llm";
-    case call_status::bad_response: return "bad_response";
+    case call_status::ok:
+      return "ok";
+    case call_status::transient:
+      return "transient";
+    case call_status::permanent:
+      return "permanent";
+    case call_status::invalid_request:
+      return "invalid_request";
+    case call_status::timeout:
+      return "timeout";
+    case call_status::budget_exceeded:
+      return "budget_exceeded";
+    case call_status::disabled:
+      return "disabled";
+    case call_status::no_llm:
+      return "no_llm";
+    case call_status::bad_response:
+      return "bad_response";
   }
   return "unknown";
 }

@@ -6,10 +6,9 @@
 // (these functions are fuzzed, see tests/fuzz/).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/sse.hpp"
 #include "llm/types.hpp"
@@ -26,8 +25,8 @@ struct parsed_answer {
 
 // An error as the API describes it in a JSON body or an `error` stream event.
 struct api_error {
-  std::string type;     // invalid_request_error, rate_limit_error, overloaded_error, ...
-  std::string code;     // OpenAI's code: insufficient_quota, context_length_exceeded, ...
+  std::string type;  // invalid_request_error, rate_limit_error, overloaded_error, ...
+  std::string code;  // OpenAI's code: insufficient_quota, context_length_exceeded, ...
   std::string message;
   bool empty() const noexcept { return type.empty() && code.empty() && message.empty(); }
 };
@@ -35,8 +34,8 @@ struct api_error {
 struct parse_result {
   bool ok = false;
   parsed_answer answer;
-  api_error error;          // set when the body is an error object
-  std::string problem;      // why the body could not be read (malformed JSON, missing field)
+  api_error error;      // set when the body is an error object
+  std::string problem;  // why the body could not be read (malformed JSON, missing field)
 };
 
 nlohmann::json openai_request_body(const request& r, const std::string& model, bool stream);

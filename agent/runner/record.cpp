@@ -12,6 +12,22 @@ store::eval_status to_eval_status(const std::string& s) {
   return store::eval_status::skipped;  // reference_failed, not_run
 }
 
+store::candidate_record candidate_row(const subject_spec& s, store::row_id campaign_id,
+                                     std::optional<store::row_id> iteration_id) {
+  store::candidate_record c;
+  c.campaign_id = campaign_id;
+  c.iteration_id = iteration_id;
+  c.parent_id = s.parent_id;
+  c.origin = s.origin;
+  c.source = s.candidate.value("source", "");
+  json plan = s.candidate;
+  plan.erase("source");  // the source has its own column
+  c.launch_plan = plan;
+  c.parameters = s.candidate.value("parameters", json::object());
+  c.note = s.note;
+  return c;
+}
+
 std::map<std::string, store::row_id> record_report(
     store::store& db, store::row_id campaign_id, std::optional<store::row_id> iteration_id,
     store::row_id operator_id, const std::vector<subject_spec>& subjects, const evaluation_report& rep,
@@ -24,18 +40,7 @@ std::map<std::string, store::row_id> record_report(
     if (s.candidate_id) {
       cid = *s.candidate_id;
     } else {
-      store::candidate_record c;
-      c.campaign_id = campaign_id;
-      c.iteration_id = iteration_id;
-      c.parent_id = s.parent_id;
-      c.origin = s.origin;
-      c.source = s.candidate.value("source", "");
-      json plan = s.candidate;
-      plan.erase("source");
-      c.launch_plan = plan;
-      c.parameters = s.candidate.value("parameters", json::object());
-      c.note = s.note;
-      cid = db.add_candidate(c);
+      cid = db.add_candidate(candidate_row(s, campaign_id, iteration_id));
     }
     ids[s.role] = cid;
 

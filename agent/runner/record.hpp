@@ -28,6 +28,11 @@ struct subject_spec {
   std::optional<std::string> note;
 };
 
+// The candidates row of a subject (source in its column, the rest of the
+// candidate JSON as the launch plan).
+store::candidate_record candidate_row(const subject_spec& s, store::row_id campaign_id,
+                                      std::optional<store::row_id> iteration_id);
+
 // Maps a worker status to the store's enum (message keeps the detail).
 store::eval_status to_eval_status(const std::string& worker_status);
 

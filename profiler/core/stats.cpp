@@ -60,7 +60,9 @@ stopping_rule::verdict stopping_rule::check(const std::vector<double>& s, double
   double acc = 0.0;
   for (double v : s) acc += (v - mean) * (v - mean);
   const double sd = std::sqrt(acc / static_cast<double>(s.size() - 1));
-  return (mean > 0 && sd / mean < max_rsd) ? verdict::converged : verdict::go_on;
+  if (mean <= 0) return verdict::go_on;
+  const double se_rel = 1.2533 * sd / std::sqrt(static_cast<double>(s.size())) / mean;
+  return (sd / mean < max_rsd || se_rel < max_median_se) ? verdict::converged : verdict::go_on;
 }
 
 const char* stopping_rule::name(verdict v) noexcept {
@@ -75,6 +77,7 @@ const char* stopping_rule::name(verdict v) noexcept {
 
 nlohmann::json stopping_rule::to_json() const {
   return {{"min_samples", min_samples}, {"min_time_s", min_time_s}, {"max_rsd", max_rsd},
+          {"max_median_se", max_median_se},
           {"max_time_s", max_time_s},   {"max_samples", max_samples}};
 }
 
@@ -83,6 +86,7 @@ stopping_rule stopping_rule::from_json(const nlohmann::json& j) {
   r.min_samples = j.value("min_samples", r.min_samples);
   r.min_time_s = j.value("min_time_s", r.min_time_s);
   r.max_rsd = j.value("max_rsd", r.max_rsd);
+  r.max_median_se = j.value("max_median_se", r.max_median_se);
   r.max_time_s = j.value("max_time_s", r.max_time_s);
   r.max_samples = j.value("max_samples", r.max_samples);
   return r;

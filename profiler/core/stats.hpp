@@ -27,6 +27,11 @@ struct stopping_rule {
   std::size_t min_samples = 10;
   double min_time_s = 0.1;   // wall time spent measuring (flushes included)
   double max_rsd = 0.01;
+  // Also converged when the standard error of the median (1.2533 sd/sqrt(n),
+  // relative) is below this: launch-bound kernels have a sample RSD of a few
+  // percent that no amount of sampling lowers, but the median we report is
+  // then known to better than half a percent.
+  double max_median_se = 0.005;
   double max_time_s = 1.0;   // hard limit per workload
   std::size_t max_samples = 5000;
 

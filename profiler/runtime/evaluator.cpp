@@ -149,6 +149,7 @@ struct evaluator::impl {
     // A flush buffer of at least twice the L2, written before every sample.
     flush_bytes = std::max<std::int64_t>(2 * dev.l2_bytes, 64 << 20);
     KOPT_CUDA(cudaMalloc(&flush_buf, static_cast<std::size_t>(flush_bytes)));
+    KOPT_CUDA(cudaMemset(flush_buf, 0, static_cast<std::size_t>(flush_bytes)));
     KOPT_CUDA(cudaMalloc(reinterpret_cast<void**>(&scratch), scratch_slots * sizeof(unsigned long long)));
     // Persisting L2 off for the whole process; reset again before samples.
     cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);

@@ -144,10 +144,21 @@ __global__ void kopt_content_hash(const unsigned char* src, std::int64_t bytes, 
   if ((threadIdx.x & 31) == 0 && h) atomicXor(out, h);
 }
 
+// Reads (does not write) a buffer of at least twice the L2: every line the
+// previous sample left in L2, dirty ones included, is evicted here, outside
+// the timed window, and what remains is clean. A writing flush leaves up to
+// 60 MB of dirty lines whose write-back then lands inside the next timed
+// kernel: measured on an H200, that made a 19 us copy read 11.9 % slower
+// than Nsight Compute (which starts every kernel from clean caches). See
+// docs/benchmarks.md for the figures of both variants.
 __global__ void kopt_l2_flush(unsigned int* buf, std::int64_t words, unsigned int value) {
+  unsigned int acc = 0;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    buf[i] = value + static_cast<unsigned int>(i);
+    acc ^= __ldcg(buf + i);
+  // Never true for the flush buffer's contents (zeroed at allocation, value
+  // is never 0xFFFFFFFF), but the compiler cannot know: the loads stay.
+  if (acc == 0xFFFFFFFFu && value == 0xFFFFFFFFu) buf[0] = acc;
 }
 
 __global__ void kopt_copy(float4* dst, const float4* src, std::int64_t n) {

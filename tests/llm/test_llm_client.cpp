@@ -74,7 +74,9 @@ TEST(LlmClient, BudgetStopsCallsBeforeSending) {
   const fs::path t = temp_dir() / "budget.jsonl";
   {
     std::ofstream f(t);
-    for (int i = 0; i < 5; ++i) f << R"({"response":"r","usage":{"prompt":300,"completion":300}})" << "\n";
+    for (int i = 0; i < 5; ++i)
+      f << R"({"response":"r","usage":{"prompt":300,"completion":300}})"
+        << "\n";
   }
   provider_config cfg;
   cfg.kind = "replay";
@@ -105,7 +107,8 @@ TEST(LlmClient, AutotuneCallsNothing) {
 TEST(LlmClient, CommandProviderRunsWithoutShell) {
   provider_config cfg;
   cfg.kind = "command";
-  cfg.command = {"/bin/sh", "-c", "read line; echo \"got:$line\"; echo \"arg:$0\"", "$(touch /tmp/kopt_never)"};
+  cfg.command = {"/bin/sh", "-c", "read line; echo \"got:$line\"; echo \"arg:$0\"",
+                 "$(touch /tmp/kopt_never)"};
   memory_recorder mem;
   client_options o;
   o.recorder = &mem;
@@ -169,7 +172,8 @@ TEST(LlmSecrets, KeysFromEnvOrPrivateFileOnly) {
   const auto env = scrubbed_environment({"KOPT_TEST_KEY"}, {});
   for (const auto& e : env) EXPECT_EQ(e.find("sk-abcdefghijklmnopqrstuvwxyz"), std::string::npos);
   EXPECT_FALSE(env.empty());
-  EXPECT_EQ(redact("key sk-abcdefghijklmnopqrstuvwxyz and sk-unknownkeyunknownkey1 here", {"sk-abcdefghijklmnopqrstuvwxyz"}),
+  EXPECT_EQ(redact("key sk-abcdefghijklmnopqrstuvwxyz and sk-unknownkeyunknownkey1 here",
+                   {"sk-abcdefghijklmnopqrstuvwxyz"}),
             "key [REDACTED] and [REDACTED] here");
   ::unsetenv("KOPT_TEST_KEY");
 }
@@ -201,9 +205,13 @@ TEST(LlmConfig, ParsesAndRejectsPrecisely) {
   };
   EXPECT_NE(bad(R"({"provider": "gpt"})").find("expected openai"), std::string::npos);
   EXPECT_NE(bad(R"({"provider": "openai"})").find("llm.model is required"), std::string::npos);
-  EXPECT_NE(bad(R"({"provider": "openai", "model": "m", "api_key": "sk-x"})").find("api_key_env"), std::string::npos);
-  EXPECT_NE(bad(R"({"provider": "openai", "model": "m", "timeouts": {"stal_s": 1}})").find("llm.timeouts.stal_s"), std::string::npos);
-  EXPECT_NE(bad(R"({"provider": "command", "command": "claude -p"})").find("list of strings"), std::string::npos);
+  EXPECT_NE(bad(R"({"provider": "openai", "model": "m", "api_key": "sk-x"})").find("api_key_env"),
+            std::string::npos);
+  EXPECT_NE(bad(R"({"provider": "openai", "model": "m", "timeouts": {"stal_s": 1}})")
+                .find("llm.timeouts.stal_s"),
+            std::string::npos);
+  EXPECT_NE(bad(R"({"provider": "command", "command": "claude -p"})").find("list of strings"),
+            std::string::npos);
 
   provider_config a;
   a.kind = "anthropic";

@@ -86,17 +86,19 @@ script_server::step reply(int status, std::string body, httplib::Headers headers
 }
 
 // Streams `chunks` with `gap` between them; `cut` closes the connection after them.
-script_server::step stream(std::vector<std::string> chunks, std::chrono::milliseconds gap = 0ms, bool cut = false) {
+script_server::step stream(std::vector<std::string> chunks, std::chrono::milliseconds gap = 0ms,
+                           bool cut = false) {
   return [=](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("text/event-stream", [=](std::size_t, httplib::DataSink& sink) {
-      for (const std::string& c : chunks) {
-        if (gap.count() > 0) std::this_thread::sleep_for(gap);
-        if (!sink.write(c.data(), c.size())) return false;
-      }
-      if (cut) return false;
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [=](std::size_t, httplib::DataSink& sink) {
+                                       for (const std::string& c : chunks) {
+                                         if (gap.count() > 0) std::this_thread::sleep_for(gap);
+                                         if (!sink.write(c.data(), c.size())) return false;
+                                       }
+                                       if (cut) return false;
+                                       sink.done();
+                                       return true;
+                                     });
   };
 }
 
@@ -128,12 +130,15 @@ struct fixture {
 
   void make(const provider_config& cfg, budget* b = nullptr) {
     std::unique_ptr<provider> p;
-    if (cfg.kind == "openai") p = std::make_unique<openai_provider>(cfg, key, transport, clock);
-    else p = std::make_unique<anthropic_provider>(cfg, key, transport, clock);
+    if (cfg.kind == "openai")
+      p = std::make_unique<openai_provider>(cfg, key, transport, clock);
+    else
+      p = std::make_unique<anthropic_provider>(cfg, key, transport, clock);
     client_options o;
     o.recorder = &recorder;
     o.campaign_budget = b;
-    o.prices = price_table::from_json({{"m-1", {{"input", 1.0}, {"output", 2.0}, {"cached_input", 0.5}}}});
+    o.prices =
+        price_table::from_json({{"m-1", {{"input", 1.0}, {"output", 2.0}, {"cached_input", 0.5}}}});
     o.max_concurrency = cfg.max_concurrency;
     client = std::make_unique<llm_client>(std::move(p), o);
   }
@@ -186,8 +191,10 @@ TEST(LlmHttp, AnthropicHeadersAndBody) {
 
 TEST(LlmHttp, RateLimitHonoursEachRetryAfterForm) {
   // retry-after in seconds, in milliseconds, as an HTTP date; then success.
-  const std::string date = "Tue, 14 Nov 2023 22:13:29 GMT";  // manual_clock's wall is 22:13:20 (+ sleeps)
-  script_server srv({reply(429, R"({"error":{"type":"rate_limit_error","message":"slow down"}})", {{"retry-after", "3"}}),
+  const std::string date =
+      "Tue, 14 Nov 2023 22:13:29 GMT";  // manual_clock's wall is 22:13:20 (+ sleeps)
+  script_server srv({reply(429, R"({"error":{"type":"rate_limit_error","message":"slow down"}})",
+                           {{"retry-after", "3"}}),
                      reply(429, "{}", {{"retry-after-ms", "250"}}),
                      reply(429, "{}", {{"retry-after", date}}), reply(200, openai_ok)});
   fixture f;
@@ -202,8 +209,9 @@ TEST(LlmHttp, RateLimitHonoursEachRetryAfterForm) {
 }
 
 TEST(LlmHttp, Anthropic529ThenSuccessBacksOffWithJitter) {
-  script_server srv({reply(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"),
-                     reply(200, anthropic_ok)});
+  script_server srv(
+      {reply(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"),
+       reply(200, anthropic_ok)});
   fixture f;
   f.make(base_config("anthropic", srv.url()));
   const completion c = f.client->call(small_request());
@@ -251,8 +259,10 @@ TEST(LlmHttp, ShouldRetryFalseIsObeyed) {
 }
 
 TEST(LlmHttp, QuotaErrorsAreNeverRetriedAndStopLlmUse) {
-  script_server srv({reply(429, R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}})",
-                           {{"retry-after", "1"}})});
+  script_server srv({reply(
+      429,
+      R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}})",
+      {{"retry-after", "1"}})});
   fixture f;
   f.make(base_config("openai", srv.url()));
   const completion c = f.client->call(small_request());
@@ -274,7 +284,9 @@ TEST(LlmHttp, QuotaErrorsAreNeverRetriedAndStopLlmUse) {
 
 TEST(LlmHttp, AnthropicSpendLimitAndBadKeyAreRedacted) {
   {
-    script_server srv({reply(429, R"({"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified workspace API usage limits."}})")});
+    script_server srv({reply(
+        429,
+        R"({"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified workspace API usage limits."}})")});
     fixture f;
     f.make(base_config("anthropic", srv.url()));
     const completion c = f.client->call(small_request());
@@ -282,7 +294,10 @@ TEST(LlmHttp, AnthropicSpendLimitAndBadKeyAreRedacted) {
     EXPECT_EQ(c.attempts, 1);
   }
   {
-    script_server srv({reply(401, R"({"error":{"message":"Incorrect API key provided: )" + key + R"(. You can find your API key at ...","type":"invalid_request_error","code":"invalid_api_key"}})")});
+    script_server srv({reply(
+        401,
+        R"({"error":{"message":"Incorrect API key provided: )" + key +
+            R"(. You can find your API key at ...","type":"invalid_request_error","code":"invalid_api_key"}})")});
     fixture f;
     f.make(base_config("openai", srv.url()));
     const completion c = f.client->call(small_request());
@@ -290,13 +305,16 @@ TEST(LlmHttp, AnthropicSpendLimitAndBadKeyAreRedacted) {
     EXPECT_EQ(c.attempts, 1);
     EXPECT_EQ(c.error.find(key), std::string::npos) << c.error;
     EXPECT_NE(c.error.find("[REDACTED]"), std::string::npos);
-    for (const auto& r : f.recorder.records()) EXPECT_EQ(to_json(r).dump().find(key), std::string::npos);
+    for (const auto& r : f.recorder.records())
+      EXPECT_EQ(to_json(r).dump().find(key), std::string::npos);
     EXPECT_EQ(f.client->stopped()->find(key), std::string::npos);
   }
 }
 
 TEST(LlmHttp, ContextOverflowFailsTheCallButNotTheCampaign) {
-  script_server srv({reply(400, R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})")});
+  script_server srv({reply(
+      400,
+      R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})")});
   fixture f;
   f.make(base_config("openai", srv.url()));
   EXPECT_EQ(f.client->call(small_request()).status, call_status::invalid_request);
@@ -327,7 +345,8 @@ TEST(LlmHttp, ConnectionResetIsRetried) {
       ++accepted;
     }
   });
-  provider_config cfg = base_config("openai", "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  provider_config cfg =
+      base_config("openai", "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
   cfg.retry.max_attempts = 3;
   fixture f;
   f.make(cfg);
@@ -342,12 +361,13 @@ TEST(LlmHttp, ConnectionResetIsRetried) {
 }
 
 TEST(LlmHttp, SlowStreamSucceedsWithUsage) {
-  script_server srv({stream({"data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"he\"}}]}\n\n",
-                             "data: {\"choices\":[{\"delta\":{\"content\":\"llo\"},\"finish_reason\":\"stop\"}]}\n\n",
-                             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":2,"
-                             "\"completion_tokens_details\":{\"reasoning_tokens\":1}}}\n\n",
-                             "data: [DONE]\n\n"},
-                            150ms)});
+  script_server srv({stream(
+      {"data: {\"model\":\"m-1\",\"choices\":[{\"delta\":{\"content\":\"he\"}}]}\n\n",
+       "data: {\"choices\":[{\"delta\":{\"content\":\"llo\"},\"finish_reason\":\"stop\"}]}\n\n",
+       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":2,"
+       "\"completion_tokens_details\":{\"reasoning_tokens\":1}}}\n\n",
+       "data: [DONE]\n\n"},
+      150ms)});
   provider_config cfg = base_config("openai", srv.url());
   cfg.stream = true;
   cfg.timeouts.stall = 1000ms;
@@ -389,10 +409,14 @@ TEST(LlmHttp, StalledStreamTimesOut) {
 }
 
 TEST(LlmHttp, StreamCutBeforeUsageIsRetried) {
-  script_server srv({stream({"data: {\"choices\":[{\"delta\":{\"content\":\"partial answer\"}}]}\n\n"}, 0ms, true),
-                     stream({"data: {\"choices\":[{\"delta\":{\"content\":\"full\"},\"finish_reason\":\"stop\"}]}\n\n",
-                             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":1}}\n\n",
-                             "data: [DONE]\n\n"})});
+  script_server srv(
+      {stream({"data: {\"choices\":[{\"delta\":{\"content\":\"partial answer\"}}]}\n\n"}, 0ms,
+              true),
+       stream(
+           {"data: "
+            "{\"choices\":[{\"delta\":{\"content\":\"full\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":1}}\n\n",
+            "data: [DONE]\n\n"})});
   provider_config cfg = base_config("openai", srv.url());
   cfg.stream = true;
   fixture f;
@@ -406,8 +430,10 @@ TEST(LlmHttp, StreamCutBeforeUsageIsRetried) {
 }
 
 TEST(LlmHttp, StreamWithoutUsageIsEstimated) {
-  script_server srv({stream({"data: {\"choices\":[{\"delta\":{\"content\":\"12345678\"},\"finish_reason\":\"stop\"}]}\n\n",
-                             "data: [DONE]\n\n"})});
+  script_server srv({stream(
+      {"data: "
+       "{\"choices\":[{\"delta\":{\"content\":\"12345678\"},\"finish_reason\":\"stop\"}]}\n\n",
+       "data: [DONE]\n\n"})});
   provider_config cfg = base_config("openai", srv.url());
   cfg.stream = true;
   fixture f;
@@ -421,15 +447,27 @@ TEST(LlmHttp, StreamWithoutUsageIsEstimated) {
 
 TEST(LlmHttp, AnthropicErrorEventAfter200IsRetried) {
   const std::string start =
-      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"c-1\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
-  script_server srv(
-      {stream({start, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n",
-               "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"}),
-       stream({start, "event: ping\ndata: {\"type\": \"ping\"}\n\n",
-               "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-               "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"done\"}}\n\n",
-               "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\n",
-               "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"})});
+      "event: message_start\ndata: "
+      "{\"type\":\"message_start\",\"message\":{\"model\":\"c-1\",\"usage\":{\"input_tokens\":10,"
+      "\"output_tokens\":1}}}\n\n";
+  script_server srv({stream({start,
+                             "event: content_block_delta\ndata: "
+                             "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+                             "\"text_delta\",\"text\":\"x\"}}\n\n",
+                             "event: error\ndata: "
+                             "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                             "\"message\":\"Overloaded\"}}\n\n"}),
+                     stream({start, "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+                             "event: content_block_start\ndata: "
+                             "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{"
+                             "\"type\":\"text\",\"text\":\"\"}}\n\n",
+                             "event: content_block_delta\ndata: "
+                             "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+                             "\"text_delta\",\"text\":\"done\"}}\n\n",
+                             "event: message_delta\ndata: "
+                             "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+                             "\"usage\":{\"output_tokens\":7}}\n\n",
+                             "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"})});
   provider_config cfg = base_config("anthropic", srv.url());
   cfg.stream = true;
   fixture f;
@@ -535,17 +573,22 @@ int run_check(std::vector<std::string> args) {
 }  // namespace
 
 TEST(LlmCheck, ReportsSuccessFailureAndConfigProblems) {
-  script_server srv({reply(200, openai_ok), reply(404, R"({"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}})")});
+  script_server srv(
+      {reply(200, openai_ok),
+       reply(
+           404,
+           R"({"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}})")});
   ::setenv("KOPT_CHECK_KEY", key.c_str(), 1);
-  EXPECT_EQ(run_check({"--provider", "openai", "--model", "m-1", "--base-url", srv.url() + "/v1", "--api-key-env",
-                       "KOPT_CHECK_KEY", "--json"}),
+  EXPECT_EQ(run_check({"--provider", "openai", "--model", "m-1", "--base-url", srv.url() + "/v1",
+                       "--api-key-env", "KOPT_CHECK_KEY", "--json"}),
             check_exit_ok);
   EXPECT_EQ(srv.requests().at(0).headers.find("Authorization")->second, "Bearer " + key);
   EXPECT_EQ(run_check({"--provider", "openai", "--model", "nope", "--base-url", srv.url() + "/v1"}),
             check_exit_call_failed);
   EXPECT_EQ(srv.requests().size(), 2u);  // a 404 is not retried
-  EXPECT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--api-key-env", "KOPT_CHECK_UNSET"}),
-            check_exit_config);
+  EXPECT_EQ(
+      run_check({"--provider", "anthropic", "--model", "c", "--api-key-env", "KOPT_CHECK_UNSET"}),
+      check_exit_config);
   EXPECT_EQ(run_check({"--provider", "autotune"}), check_exit_config);
   ::unsetenv("KOPT_CHECK_KEY");
 }

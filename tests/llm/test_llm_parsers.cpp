@@ -71,9 +71,11 @@ TEST(Wire, AnthropicResponseSumsCacheIntoPrompt) {
 TEST(Wire, MalformedAndErrorBodies) {
   EXPECT_FALSE(parse_openai_response("{not json").ok);
   EXPECT_EQ(parse_openai_response("[1]").problem, "response body is not a JSON object");
-  const auto e = parse_api_error(R"({"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}})");
+  const auto e = parse_api_error(
+      R"({"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}})");
   EXPECT_EQ(e.code, "insufficient_quota");
-  const auto a = parse_api_error(R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
+  const auto a = parse_api_error(
+      R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
   EXPECT_EQ(a.type, "overloaded_error");
   EXPECT_TRUE(parse_api_error("<html>").empty());
 }
@@ -95,9 +97,15 @@ TEST(Wire, RequestBodies) {
 
 TEST(Wire, AnthropicStreamErrorAfterStart) {
   anthropic_stream_accumulator acc;
-  acc.on_event({"message_start", R"({"type":"message_start","message":{"model":"c","usage":{"input_tokens":9,"output_tokens":1}}})", ""});
-  acc.on_event({"content_block_delta", R"({"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}})", ""});
-  acc.on_event({"error", R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})", ""});
+  acc.on_event(
+      {"message_start",
+       R"({"type":"message_start","message":{"model":"c","usage":{"input_tokens":9,"output_tokens":1}}})",
+       ""});
+  acc.on_event({"content_block_delta",
+                R"({"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}})", ""});
+  acc.on_event({"error",
+                R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+                ""});
   EXPECT_TRUE(acc.failed());
   EXPECT_EQ(acc.error().type, "overloaded_error");
   EXPECT_EQ(acc.answer().tokens.prompt, 9);
@@ -107,21 +115,28 @@ TEST(Wire, AnthropicStreamErrorAfterStart) {
 TEST(Retry, Classification) {
   const header_map none;
   EXPECT_EQ(classify_http_failure(429, none, {}), failure_kind::retryable);
-  EXPECT_EQ(classify_http_failure(529, none, {"overloaded_error", "", "Overloaded"}), failure_kind::retryable);
+  EXPECT_EQ(classify_http_failure(529, none, {"overloaded_error", "", "Overloaded"}),
+            failure_kind::retryable);
   EXPECT_EQ(classify_http_failure(408, none, {}), failure_kind::retryable);
   EXPECT_EQ(classify_http_failure(409, none, {}), failure_kind::retryable);
   EXPECT_EQ(classify_http_failure(503, none, {}), failure_kind::retryable);
-  for (int s : {400, 401, 403, 404}) EXPECT_EQ(classify_http_failure(s, none, {}), failure_kind::fatal) << s;
-  EXPECT_EQ(classify_http_failure(429, none, {"insufficient_quota", "insufficient_quota", "You exceeded your current quota"}),
+  for (int s : {400, 401, 403, 404})
+    EXPECT_EQ(classify_http_failure(s, none, {}), failure_kind::fatal) << s;
+  EXPECT_EQ(classify_http_failure(
+                429, none,
+                {"insufficient_quota", "insufficient_quota", "You exceeded your current quota"}),
             failure_kind::fatal);
-  EXPECT_EQ(classify_http_failure(429, none, {"rate_limit_error", "", "You have reached your specified API usage limits."}),
-            failure_kind::fatal);
+  EXPECT_EQ(
+      classify_http_failure(
+          429, none, {"rate_limit_error", "", "You have reached your specified API usage limits."}),
+      failure_kind::fatal);
   EXPECT_EQ(classify_http_failure(429, {{"x-should-retry", "true"}},
                                   {"insufficient_quota", "insufficient_quota", "quota"}),
             failure_kind::fatal);
   EXPECT_EQ(classify_http_failure(500, {{"x-should-retry", "false"}}, {}), failure_kind::give_up);
   EXPECT_EQ(classify_http_failure(400, {{"x-should-retry", "true"}}, {}), failure_kind::retryable);
-  EXPECT_EQ(classify_http_failure(400, none, {"invalid_request_error", "context_length_exceeded", "too long"}),
+  EXPECT_EQ(classify_http_failure(400, none,
+                                  {"invalid_request_error", "context_length_exceeded", "too long"}),
             failure_kind::invalid_request);
 }
 
@@ -142,8 +157,9 @@ TEST(Retry, DelaysFromHeadersAndBackoff) {
 }
 
 TEST(Accounting, PricesAndCost) {
-  const auto t = price_table::from_json(
-      {{"gpt-4o", {{"input", 2.5}, {"output", 10}, {"cached_input", 1.25}}}, {"claude-*", {{"input", 3}, {"output", 15}}}});
+  const auto t =
+      price_table::from_json({{"gpt-4o", {{"input", 2.5}, {"output", 10}, {"cached_input", 1.25}}},
+                              {"claude-*", {{"input", 3}, {"output", 15}}}});
   ASSERT_TRUE(t.find("gpt-4o"));
   ASSERT_TRUE(t.find("claude-sonnet-4"));
   EXPECT_FALSE(t.find("other"));
@@ -220,8 +236,10 @@ TEST(Extract, GoodAnswerWithReasoning) {
 
 TEST(Extract, SeveralBlocksWrongTagAndBareDims) {
   const std::string a =
-      "```cpp\nextern \"C\" __global__ void v1(float* o) {}\n```\nBetter:\n```c++\nextern \"C\" {\n__global__ void v2(float* o) {}\n}\n```\n"
-      "```\n{\"launches\": [{\"kernel\": \"v2\", \"grid\": 4, \"block\": \"BLOCK\", \"args\": [{\"tensor\": \"out\"}]}]}\n```\n";
+      "```cpp\nextern \"C\" __global__ void v1(float* o) {}\n```\nBetter:\n```c++\nextern \"C\" "
+      "{\n__global__ void v2(float* o) {}\n}\n```\n"
+      "```\n{\"launches\": [{\"kernel\": \"v2\", \"grid\": 4, \"block\": \"BLOCK\", \"args\": "
+      "[{\"tensor\": \"out\"}]}]}\n```\n";
   const auto x = extract_candidate(a);
   ASSERT_TRUE(x.ok()) << x.feedback();
   EXPECT_EQ((*x.candidate)["launches"][0]["grid"], nlohmann::json::array({4}));
@@ -236,24 +254,34 @@ TEST(Extract, PreciseProblems) {
     EXPECT_NE(x.problems[0].find("no launch plan"), std::string::npos);
   }
   {
-    const auto x = extract_candidate("```cuda\nextern \"C\" __global__ void k() {}\n```\n```json\n{\"launches\": [}\n```\n");
+    const auto x = extract_candidate(
+        "```cuda\nextern \"C\" __global__ void k() {}\n```\n```json\n{\"launches\": [}\n```\n");
     ASSERT_EQ(x.problems.size(), 1u);
-    EXPECT_NE(x.problems[0].find("not valid JSON at line 1, column 15"), std::string::npos) << x.problems[0];
+    EXPECT_NE(x.problems[0].find("not valid JSON at line 1, column 15"), std::string::npos)
+        << x.problems[0];
   }
   {
     const auto x = extract_candidate(
-        "```cuda\n__global__ void k(float* a) {}\n```\n```json\n{\"launches\": [{\"kernel\": \"q\", \"grid\": [1,2,3,4], "
-        "\"block\": [32], \"args\": [{\"tensor\": \"a\", \"int\": 3}, {\"int\": \"n\"}]}], \"parameters\": {\"B\": {\"values\": [1], \"default\": 2}}}\n```\n");
+        "```cuda\n__global__ void k(float* a) {}\n```\n```json\n{\"launches\": [{\"kernel\": "
+        "\"q\", \"grid\": [1,2,3,4], "
+        "\"block\": [32], \"args\": [{\"tensor\": \"a\", \"int\": 3}, {\"int\": \"n\"}]}], "
+        "\"parameters\": {\"B\": {\"values\": [1], \"default\": 2}}}\n```\n");
     ASSERT_FALSE(x.ok());
     const std::string fb = x.feedback();
-    EXPECT_NE(fb.find("launches[0].kernel is \"q\", which is not a __global__ function of the ```cuda block (it declares: k)"), std::string::npos) << fb;
+    EXPECT_NE(fb.find("launches[0].kernel is \"q\", which is not a __global__ function of the "
+                      "```cuda block (it declares: k)"),
+              std::string::npos)
+        << fb;
     EXPECT_NE(fb.find("launches[0].grid must be a list of 1 to 3"), std::string::npos);
     EXPECT_NE(fb.find("launches[0].args[0] must have exactly one of"), std::string::npos);
-    EXPECT_NE(fb.find("launches[0].args[1] needs \"type\": \"int32\" or \"int64\""), std::string::npos);
+    EXPECT_NE(fb.find("launches[0].args[1] needs \"type\": \"int32\" or \"int64\""),
+              std::string::npos);
     EXPECT_NE(fb.find("parameters.B.default is not one of its values"), std::string::npos);
   }
   {
-    const auto x = extract_candidate("```cuda\n__global__ void k() {}\n```\n```json\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1], \"args\": []}]}\n```");
+    const auto x = extract_candidate(
+        "```cuda\n__global__ void k() {}\n```\n```json\n{\"launches\": [{\"kernel\": \"k\", "
+        "\"grid\": [1], \"block\": [1], \"args\": []}]}\n```");
     ASSERT_FALSE(x.ok());
     EXPECT_NE(x.problems[0].find("extern \"C\""), std::string::npos);
   }
@@ -271,7 +299,9 @@ TEST(Extract, PreciseProblems) {
 
 TEST(Extract, NumberOverflowInPlanIsAProblemNotACrash) {
   // Found by fuzz_extract: nlohmann throws out_of_range (not parse_error) here.
-  const auto x = extract_candidate("```cuda\nextern \"C\" __global__ void k() {}\n```\n```json\n{\"launches\": 1E4444444}\n```\n");
+  const auto x = extract_candidate(
+      "```cuda\nextern \"C\" __global__ void k() {}\n```\n```json\n{\"launches\": "
+      "1E4444444}\n```\n");
   ASSERT_FALSE(x.ok());
   ASSERT_EQ(x.problems.size(), 1u);
   EXPECT_NE(x.problems[0].find("cannot be read"), std::string::npos) << x.problems[0];
@@ -280,19 +310,25 @@ TEST(Extract, NumberOverflowInPlanIsAProblemNotACrash) {
 TEST(Extract, InvalidUtf8SourceIsAProblemNotACrash) {
   // Found by fuzz_extract: a source with invalid UTF-8 made json::dump throw.
   const auto x = extract_candidate(
-      "```cuda\nextern \"C\" __global__ void k() { /* \x8c */ }\n```\n```json\n{\"launches\": [{\"kernel\": \"k\", "
+      "```cuda\nextern \"C\" __global__ void k() { /* \x8c */ }\n```\n```json\n{\"launches\": "
+      "[{\"kernel\": \"k\", "
       "\"grid\": [1], \"block\": [1], \"args\": []}]}\n```\n");
   ASSERT_FALSE(x.ok());
-  EXPECT_NE(x.problems.at(0).find("not valid UTF-8 (at line 1, column 37"), std::string::npos) << x.problems[0];
+  EXPECT_NE(x.problems.at(0).find("not valid UTF-8 (at line 1, column 37"), std::string::npos)
+      << x.problems[0];
   // Valid multi-byte text is fine.
-  EXPECT_TRUE(extract_candidate("```cuda\nextern \"C\" __global__ void k() { /* \u00e9\u4e2d */ }\n```\n```json\n"
-                                "{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1], \"args\": []}]}\n```\n")
+  EXPECT_TRUE(extract_candidate(
+                  "```cuda\nextern \"C\" __global__ void k() { /* \u00e9\u4e2d */ }\n```\n```json\n"
+                  "{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [1], \"args\": "
+                  "[]}]}\n```\n")
                   .ok());
 }
 
 TEST(Extract, GlobalNames) {
   const auto n = global_function_names(
-      "// __global__ void commented()\nextern \"C\" __global__ void __launch_bounds__(128, 2) a(int x) {}\n"
-      "template <int N> __global__ void b() {}\nextern \"C\" __global__ __cluster_dims__(2,1,1) void c(float*) {}");
+      "// __global__ void commented()\nextern \"C\" __global__ void __launch_bounds__(128, 2) "
+      "a(int x) {}\n"
+      "template <int N> __global__ void b() {}\nextern \"C\" __global__ __cluster_dims__(2,1,1) "
+      "void c(float*) {}");
   EXPECT_EQ(n, (std::vector<std::string>{"a", "b", "c"}));
 }
