@@ -232,7 +232,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   std::vector<std::string> roles;
   for (const auto& s : subjects) roles.push_back(s.role);
   if (o.time_reference) roles.push_back("reference");
-  for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks);
+  for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
   if (db) {
     out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
                                               subjects, out.report, out.summaries, stage);

@@ -1,5 +1,6 @@
 #include "runner/evaluation.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -20,11 +21,13 @@ constexpr double launch_bound_ns = 10000.0;
 }  // namespace
 
 evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
-                             const std::string& role, const std::optional<harness::gpu_peaks>& peaks) {
+                             const std::string& role, const std::optional<harness::gpu_peaks>& peaks,
+                             const std::vector<std::string>& workloads) {
   evaluation_summary s;
   s.role = role;
   double wsum = 0, wsol = 0, wlog_b = 0, wb = 0, wlog_r = 0, wr = 0;
   for (const auto& w : op.workloads) {
+    if (!workloads.empty() && std::find(workloads.begin(), workloads.end(), w.id) == workloads.end()) continue;
     workload_row row;
     row.workload = w.id;
     row.weight = w.weight;

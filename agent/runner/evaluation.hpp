@@ -46,8 +46,11 @@ struct evaluation_summary {
   nlohmann::json to_json() const;
 };
 
+// `workloads` restricts the summary (and its weighted totals) to those ids;
+// empty means every workload of the operator.
 evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
-                             const std::string& role, const std::optional<harness::gpu_peaks>& peaks);
+                             const std::string& role, const std::optional<harness::gpu_peaks>& peaks,
+                             const std::vector<std::string>& workloads = {});
 
 // A fixed-width table for terminals (one row per workload + totals).
 std::string render_table(const evaluation_summary& s);

@@ -11,6 +11,7 @@ std::string store_status(llm::call_status s) {
     case llm::call_status::permanent: return "http_error";
     case llm::call_status::invalid_request: return "http_error";
     case llm::call_status::timeout: return "timeout";
+    case llm::call_status::bad_response: return "parse_error";
     case llm::call_status::budget_exceeded:
     case llm::call_status::disabled:
     case llm::call_status::no_llm: return "refused";
@@ -46,6 +47,7 @@ void store_call_recorder::do_record(const llm::call_record& r) {
       store::event_record ev;
       ev.campaign_id = campaign_id_;
       ev.kind = "llm_disabled";
+      ev.level = "error";
       ev.message = "LLM use stopped for this campaign: " + r.error;
       db_.add_event(ev);
     }

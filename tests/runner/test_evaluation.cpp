@@ -197,6 +197,18 @@ TEST(Summarize, MissingResultsAreNotRun) {
   EXPECT_NE(s.overall_status, "ok");
 }
 
+TEST(Summarize, RestrictedToRequestedWorkloads) {
+  // `kopt eval --workloads n1000` must not count the others as failures.
+  evaluation_report rep;
+  rep.results["n1000"]["candidate"] = ok_result(5000);
+  const auto s = summarize(vector_add(), rep, "candidate", h200(), {"n1000"});
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.overall_status, "ok");
+  EXPECT_EQ(s.ok, 1u);
+  // The weighted fraction is over the requested workload alone.
+  EXPECT_NEAR(s.weighted_sol_fraction, *row(s, "n1000").sol_fraction, 1e-12);
+}
+
 TEST(Summarize, BaselineSummaryHasNoSelfSpeedup) {
   const auto s = summarize(vector_add(), base_report(), "baseline", h200());
   EXPECT_EQ(s.ok, 4u);
