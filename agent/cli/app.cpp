@@ -81,6 +81,7 @@ application build_app() {
   register_validate(app, ctx, *a.status);
   register_submit(app, ctx, *a.status);
   register_inspect(app, ctx, *a.status);
+  register_prompt(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
 #endif
