@@ -84,6 +84,7 @@ application build_app() {
   register_prompt(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
+  register_run(app, ctx, *a.status);
 #endif
   // `kopt llm check` talks to the provider only; it records nothing.
   kopt::llm::register_llm_cli(app);

@@ -30,6 +30,7 @@ void register_validate(CLI::App& app, context& ctx, exit_status& status);  // va
 void register_submit(CLI::App& app, context& ctx, exit_status& status);    // submit
 void register_inspect(CLI::App& app, context& ctx, exit_status& status);   // list status show log
 void register_prompt(CLI::App& app, context& ctx, exit_status& status);  // prompt render
+void register_run(CLI::App& app, context& ctx, exit_status& status);  // run (needs the worker build)
 void register_eval(CLI::App& app, context& ctx,
                    exit_status& status);  // eval (needs the worker build)
 

@@ -1,0 +1,190 @@
+#include "campaign/sources.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+#include <random>
+#include <set>
+
+#include "llm/extract.hpp"
+
+namespace kopt::campaign {
+
+using json = nlohmann::json;
+
+namespace {
+
+struct dim {
+  std::string name;
+  std::vector<std::int64_t> values;
+};
+
+std::vector<dim> dims_of(const json& candidate) {
+  std::vector<dim> d;
+  const json parameters_j = candidate.value("parameters", json::object());
+  for (const auto& [k, v] : parameters_j.items())
+    d.push_back({k, v.value("values", std::vector<std::int64_t>{})});
+  return d;
+}
+
+std::string point_note(const param_values& p) {
+  std::string s = "autotune:";
+  for (const auto& [k, v] : p) s += fmt::format(" {}={}", k, v);
+  return s;
+}
+
+}  // namespace
+
+source_answer autotune_source::propose(const prompt_context& ctx) {
+  source_answer out;
+  const auto dims = dims_of(ctx.parent);
+  const std::uint64_t n = space_size(ctx.parent);
+  if (dims.empty() || n <= 1) return out;
+  std::set<std::string> taken;
+  auto offer = [&](const param_values& p) {
+    json v = with_point(ctx.parent, p);
+    const auto key = content_key(v);
+    if (taken.count(key) || (ctx.already_tried && ctx.already_tried(key))) return false;
+    taken.insert(key);
+    out.proposals.push_back({std::move(v), store::candidate_origin::tuned, point_note(p)});
+    return true;
+  };
+  if (n <= exhaustive_limit_) {
+    // Every untried point, in a fixed order: the space is small enough that
+    // one batch measures it completely, and the cache skips what is known.
+    std::vector<std::size_t> idx(dims.size(), 0);
+    for (std::uint64_t c = 0; c < n; ++c) {
+      param_values p;
+      for (std::size_t d = 0; d < dims.size(); ++d) p[dims[d].name] = dims[d].values[idx[d]];
+      offer(p);
+      for (std::size_t d = dims.size(); d-- > 0;) {
+        if (++idx[d] < dims[d].values.size()) break;
+        idx[d] = 0;
+      }
+    }
+    return out;
+  }
+  std::mt19937_64 rng(ctx.seed);
+  const param_values base = ctx.parent_point.empty() ? default_point(ctx.parent) : ctx.parent_point;
+  std::vector<param_values> neighbours;
+  for (const auto& d : dims) {
+    auto it = base.find(d.name);
+    const auto pos = it == base.end()
+                         ? d.values.end()
+                         : std::find(d.values.begin(), d.values.end(), it->second);
+    if (pos == d.values.end()) continue;
+    const auto i = static_cast<std::size_t>(pos - d.values.begin());
+    for (std::size_t j : {i - 1, i + 1}) {
+      if (j >= d.values.size()) continue;  // i - 1 wraps for i == 0
+      param_values p = base;
+      p[d.name] = d.values[j];
+      neighbours.push_back(p);
+    }
+  }
+  std::shuffle(neighbours.begin(), neighbours.end(), rng);
+  for (const auto& p : neighbours) {
+    if (out.proposals.size() >= ctx.k) break;
+    offer(p);
+  }
+  // A local optimum (every neighbour tried): random restarts in the space.
+  for (std::size_t attempt = 0; out.proposals.size() < ctx.k && attempt < 32 * ctx.k; ++attempt) {
+    param_values p;
+    for (const auto& d : dims) {
+      std::uniform_int_distribution<std::size_t> u(0, d.values.size() - 1);
+      p[d.name] = d.values[u(rng)];
+    }
+    offer(p);
+  }
+  return out;
+}
+
+std::string placeholder_prompt(const prompt_context& ctx) {
+  std::string s;
+  if (ctx.op)
+    s += fmt::format("Operator {} ({}): {}\n", ctx.op->name, ctx.op->op_type, ctx.op->description);
+  s += fmt::format("Iteration {}, strategy {}.\n", ctx.iteration, ctx.strategy);
+  json plan = ctx.parent;
+  plan.erase("source");
+  s += "Current kernel:\n```cuda\n" + ctx.parent.value("source", "") + "\n```\n";
+  s += "Its launch plan:\n```json\n" + plan.dump(2) + "\n```\n";
+  if (!ctx.parent_results.empty()) {
+    s += "Measurements (median per workload):\n";
+    for (const auto& [w, r] : ctx.parent_results) {
+      s += fmt::format("- {}: {} {:.1f} us", w, r.status, r.median_ns / 1e3);
+      if (r.sol_fraction) s += fmt::format(", {:.0f} % of speed of light", 100 * *r.sol_fraction);
+      s += "\n";
+    }
+  }
+  if (!ctx.items.empty()) {
+    s += "Context:\n";
+    for (const auto& it : ctx.items) s += "- " + it.text + "\n";
+  }
+  if (ctx.different_algorithm)
+    s += "Progress has stalled: propose a structurally different algorithm, not a tweak.\n";
+  s += "Answer with one ```cuda block (device code, extern \"C\" __global__ kernels) and one "
+       "```json block with the launch plan.\n";
+  return s;
+}
+
+source_answer llm_source::propose(const prompt_context& ctx) {
+  source_answer out;
+  llm::request rq;
+  rq.system = "You write fast, correct CUDA kernels for NVIDIA GPUs.";
+  rq.messages.push_back({"user", placeholder_prompt(ctx)});
+  rq.max_tokens = max_tokens_;
+  rq.tag = fmt::format("iteration {}", ctx.iteration);
+  std::vector<std::future<llm::completion>> calls;
+  for (std::size_t i = 0; i < std::max<std::size_t>(ctx.k, 1); ++i) calls.push_back(client_.submit(rq));
+  for (auto& f : calls) {
+    const llm::completion c = f.get();
+    out.tokens += c.tokens.total();
+    out.cost_usd += c.cost_usd;
+    if (!c.ok()) {
+      ++out.llm_errors;
+      out.problems.push_back(fmt::format("{}: {}", llm::call_status_name(c.status), c.error));
+      if (c.status == llm::call_status::permanent || c.status == llm::call_status::disabled)
+        out.fatal = client_.stopped().value_or(c.error);
+      if (c.status == llm::call_status::budget_exceeded) out.fatal = "LLM budget exhausted: " + c.error;
+      continue;
+    }
+    const auto ex = llm::extract_candidate(c.text);
+    if (!ex.ok()) {
+      ++out.llm_errors;
+      out.problems.push_back(ex.feedback());
+      continue;
+    }
+    if (ctx.op) {
+      const auto cand = config::load_candidate_text(ex.candidate->dump(), "llm answer",
+                                                    ctx.op->file.parent_path(), *ctx.op);
+      if (!cand.ok()) {
+        ++out.llm_errors;
+        std::string why;
+        for (const auto& d : cand.diagnostics) why += d.to_string() + "\n";
+        out.problems.push_back(why);
+        continue;
+      }
+      out.proposals.push_back({cand.cand->to_json(), store::candidate_origin::llm, ""});
+    } else {
+      out.proposals.push_back({*ex.candidate, store::candidate_origin::llm, ""});
+    }
+  }
+  return out;
+}
+
+source_answer scripted_source::propose(const prompt_context& ctx) {
+  {
+    std::lock_guard lock(mu_);
+    prompt_context copy = ctx;
+    copy.already_tried = nullptr;
+    seen_.push_back(std::move(copy));
+  }
+  return script_(ctx);
+}
+
+std::vector<prompt_context> scripted_source::contexts() const {
+  std::lock_guard lock(mu_);
+  return seen_;
+}
+
+}  // namespace kopt::campaign

@@ -1,0 +1,68 @@
+// Candidate sources: who proposes the next candidates of an iteration.
+// autotune_source searches the tunable parameters of the parent (no LLM):
+// every untried point when the space is small (<= exhaustive_limit points),
+// else a seeded local search over the parent's neighbours (one parameter
+// moved to an adjacent value), topped up with random points. llm_source asks
+// an LLM K times in parallel through kopt::llm (budget, recording and
+// redaction are the client's) and turns answers into validated candidates.
+// scripted_source answers from a function, for tests, and keeps every
+// context it was given so that a test can see what the loop asked.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "campaign/types.hpp"
+#include "llm/client.hpp"
+
+namespace kopt::campaign {
+
+class autotune_source final : public candidate_source {
+ public:
+  explicit autotune_source(std::uint64_t exhaustive_limit = 64)
+      : exhaustive_limit_(exhaustive_limit) {}
+  std::string name() const override { return "autotune"; }
+  bool calls_llm() const override { return false; }
+  source_answer propose(const prompt_context& ctx) override;
+
+ private:
+  std::uint64_t exhaustive_limit_;
+};
+
+// The prompt for one LLM call. A placeholder until the prompt templates
+// (prompts/) are wired in: operator, parent source and plan, measurements,
+// the kept context items, and the different-algorithm request.
+std::string placeholder_prompt(const prompt_context& ctx);
+
+class llm_source final : public candidate_source {
+ public:
+  explicit llm_source(llm::llm_client& client, std::int64_t max_tokens = 8192)
+      : client_(client), max_tokens_(max_tokens) {}
+  std::string name() const override { return client_.backend().name(); }
+  bool calls_llm() const override { return true; }
+  source_answer propose(const prompt_context& ctx) override;
+
+ private:
+  llm::llm_client& client_;
+  std::int64_t max_tokens_;
+};
+
+class scripted_source final : public candidate_source {
+ public:
+  using script = std::function<source_answer(const prompt_context&)>;
+  explicit scripted_source(script s, bool llm = true) : script_(std::move(s)), llm_(llm) {}
+  std::string name() const override { return "scripted"; }
+  bool calls_llm() const override { return llm_; }
+  source_answer propose(const prompt_context& ctx) override;
+  // Copies of the contexts given so far (without the callback).
+  std::vector<prompt_context> contexts() const;
+
+ private:
+  script script_;
+  bool llm_;
+  mutable std::mutex mu_;
+  std::vector<prompt_context> seen_;
+};
+
+}  // namespace kopt::campaign

@@ -1,0 +1,119 @@
+#include "campaign/worker_evaluator.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "runner/evaluation.hpp"
+#include "runner/record.hpp"
+
+namespace kopt::campaign {
+
+using json = nlohmann::json;
+
+namespace {
+
+struct report_detail {
+  runner::evaluation_report report;
+  std::map<std::string, runner::evaluation_summary> summaries;
+};
+
+}  // namespace
+
+worker_evaluator::worker_evaluator(const config::operator_config& op, worker_eval_options o)
+    : op_(op), o_(std::move(o)), client_(o_.worker) {}
+
+worker_evaluator::~worker_evaluator() {
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    spdlog::warn("stopping the worker: {}", e.what());
+  }
+}
+
+const json& worker_evaluator::start() {
+  if (started_) return device_;
+  device_ = client_.start();
+  started_ = true;
+  if (!o_.peaks_file.empty())
+    peaks_ = harness::find_peaks(harness::load_peak_table(o_.peaks_file), device_.value("name", ""));
+  if (!peaks_)
+    spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
+                 device_.value("name", ""));
+  return device_;
+}
+
+void worker_evaluator::stop() {
+  if (started_) client_.stop();
+  started_ = false;
+}
+
+eval_batch worker_evaluator::evaluate(const eval_request& rq) {
+  start();
+  json subj = json::array();
+  for (const auto& s : rq.subjects)
+    subj.push_back({{"role", s.role}, {"candidate", s.candidate}, {"parameters", json(s.parameters)}});
+  json req = {{"operator", op_.snapshot()},
+              {"subjects", subj},
+              {"workloads", rq.workloads},
+              {"settings",
+               {{"seeds", o_.seeds},
+                {"base_seed", rq.base_seed},
+                {"time_reference", false},
+                {"launch_timeout_ms", o_.launch_timeout_ms},
+                {"timing", {{"min_time_s", o_.min_time_s}, {"max_time_s", o_.max_time_s}}}}}};
+  auto d = std::make_shared<report_detail>();
+  d->report = client_.evaluate(req);
+  eval_batch b;
+  b.device = d->report.device;
+  b.events = d->report.events;
+  for (const auto& s : rq.subjects) {
+    auto sum = runner::summarize(op_, d->report, s.role, peaks_);
+    subject_result r;
+    if (auto it = d->report.compiled.find(s.role); it != d->report.compiled.end())
+      r.compile_status = it->second.value("status", "compile_error");
+    for (const auto& row : sum.rows) {
+      if (std::find(rq.workloads.begin(), rq.workloads.end(), row.workload) == rq.workloads.end())
+        continue;
+      workload_result w;
+      w.status = row.status;
+      w.message = row.message;
+      w.median_ns = row.median_ns;
+      w.sol_fraction = row.sol_fraction;
+      if (row.detail.contains("timing"))
+        w.samples_ns = row.detail.at("timing").value("samples_ns", std::vector<double>{});
+      r.workloads[row.workload] = std::move(w);
+    }
+    b.by_role[s.role] = std::move(r);
+    d->summaries[s.role] = std::move(sum);
+  }
+  b.detail = d;
+  return b;
+}
+
+void worker_evaluator::record(store::store& db, const eval_request& rq, const eval_batch& b) {
+  auto d = std::static_pointer_cast<report_detail>(b.detail);
+  if (!d) {
+    record_basic(db, rq, b);
+    return;
+  }
+  std::vector<runner::subject_spec> specs;
+  for (const auto& s : rq.subjects) {
+    runner::subject_spec sp;
+    sp.role = s.role;
+    sp.candidate = s.candidate;
+    sp.parameters = json(s.parameters);
+    sp.candidate_id = s.candidate_id;
+    specs.push_back(std::move(sp));
+  }
+  runner::record_report(db, rq.campaign_id, rq.iteration_id, rq.operator_id, specs, d->report,
+                        d->summaries, rq.stage);
+  for (const auto& e : d->report.events) {
+    store::event_record ev;
+    ev.campaign_id = rq.campaign_id;
+    ev.kind = "worker_restart";
+    ev.level = "warning";
+    ev.message = e;
+    db.add_event(ev);
+  }
+}
+
+}  // namespace kopt::campaign

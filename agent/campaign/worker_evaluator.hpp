@@ -1,0 +1,45 @@
+// The real evaluator: one kopt-worker kept alive across requests (a worker
+// start costs a CUDA context and the CUPTI set-up), requests in the worker
+// protocol, results summarized by kopt::runner (fraction of speed of light,
+// faster-than-light turned into an integrity rejection) and recorded with
+// runner::record_report, which keeps everything the worker sent.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "campaign/types.hpp"
+#include "core/roofline.hpp"
+#include "runner/worker_client.hpp"
+
+namespace kopt::campaign {
+
+struct worker_eval_options {
+  runner::worker_options worker;
+  int seeds = 3;
+  double min_time_s = 0.1;
+  double max_time_s = 1.0;
+  int launch_timeout_ms = 10000;
+  std::string peaks_file;  // GPU peak table; empty: no fractions of SOL
+};
+
+class worker_evaluator final : public evaluator {
+ public:
+  worker_evaluator(const config::operator_config& op, worker_eval_options o);
+  ~worker_evaluator() override;
+  // Starts the worker; throws kopt::error with its reason (no GPU, no worker).
+  const nlohmann::json& start();
+  eval_batch evaluate(const eval_request& rq) override;
+  void record(store::store& db, const eval_request& rq, const eval_batch& b) override;
+  void stop();
+
+ private:
+  const config::operator_config& op_;
+  worker_eval_options o_;
+  runner::worker_client client_;
+  nlohmann::json device_;
+  std::optional<harness::gpu_peaks> peaks_;
+  bool started_ = false;
+};
+
+}  // namespace kopt::campaign

@@ -1,0 +1,217 @@
+// Parts of the campaign loop on their own: representative workloads,
+// dropout masks, history masking, attribution, the promotion rule under
+// noise, and the autotune source (exhaustive and local search).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "campaign/dropout.hpp"
+#include "campaign/promotion.hpp"
+#include "campaign/sources.hpp"
+#include "campaign/workloads.hpp"
+#include "support.hpp"
+
+namespace kopt::campaign {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(Representative, OnePerBandPlusHeavyWorkloads) {
+  const auto op = test::load_op(test::operator_json());
+  const auto rep = representative_workloads(op);
+  // small band {n1k, n4k}: n1k weighs more; medium {n64k, n1m}: tie, the
+  // smaller first; large {n4m, n16m}: tie -> n4m; n16m carries ~70 % of the
+  // weighted bytes, so it is added as heavy.
+  EXPECT_EQ(rep.workloads, (std::vector<std::string>{"n1k", "n64k", "n4m", "n16m"}));
+  std::map<std::string, std::string> why;
+  for (const auto& p : rep.picks) why[p.workload] = p.reason;
+  EXPECT_EQ(why["n1k"], "band:small");
+  EXPECT_EQ(why["n64k"], "band:medium");
+  EXPECT_EQ(why["n4m"], "band:large");
+  EXPECT_EQ(why["n16m"], "heavy");
+  EXPECT_GT(rep.picks.back().weighted_share, 0.25);
+}
+
+TEST(Representative, MeasuredTimesReplaceTheSizeProxy) {
+  const auto op = test::load_op(test::operator_json());
+  std::map<std::string, double> flat;  // launch-bound everywhere: equal times
+  for (const auto& w : op.workloads) flat[w.id] = 3000;
+  const auto rep = representative_workloads(op, flat);
+  EXPECT_EQ(rep.workloads, (std::vector<std::string>{"n1k", "n64k", "n4m"}));
+  // A dominant weight is heavy even when it is not its band's pick.
+  auto opj = test::operator_json();
+  opj["workloads"][5]["weight"] = 5.0;  // n16m
+  opj["workloads"][4]["weight"] = 6.0;  // n4m, picked by the large band
+  opj["workloads"][1]["weight"] = 4.0;  // n4k, now the small band's pick
+  const auto op2 = test::load_op(opj);
+  const auto rep2 = representative_workloads(op2, flat);
+  EXPECT_EQ(rep2.workloads, (std::vector<std::string>{"n4k", "n64k", "n4m", "n16m"}));
+}
+
+std::vector<prompt_item> items(std::size_t n) {
+  std::vector<prompt_item> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back({"directive:d" + std::to_string(i), "directive", "t", true});
+  v.push_back({"history:best", "history", "best", false});
+  return v;
+}
+
+TEST(Dropout, ReproducibleBySeedAndRoughlyP) {
+  const auto it = items(2000);
+  const auto a = apply_dropout(it, 0.3, 42);
+  const auto b = apply_dropout(it, 0.3, 42);
+  const auto c = apply_dropout(it, 0.3, 43);
+  ASSERT_EQ(a.decisions.size(), 2000u);  // the protected item is not a decision
+  std::size_t dropped = 0, differ = 0;
+  for (std::size_t i = 0; i < a.decisions.size(); ++i) {
+    EXPECT_EQ(a.decisions[i].kept, b.decisions[i].kept);
+    EXPECT_EQ(a.decisions[i].item_id, it[i].id);
+    EXPECT_DOUBLE_EQ(a.decisions[i].p, 0.3);
+    dropped += !a.decisions[i].kept;
+    differ += a.decisions[i].kept != c.decisions[i].kept;
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / 2000.0, 0.3, 0.04);
+  EXPECT_GT(differ, 200u);
+  EXPECT_EQ(a.kept.back().id, "history:best");
+  EXPECT_EQ(apply_dropout(it, 0.0, 1).kept.size(), it.size());
+  EXPECT_EQ(apply_dropout(it, 1.0, 1).kept.size(), 1u);
+  // An item's draw does not depend on the other items.
+  std::vector<prompt_item> fewer(it.begin() + 1000, it.end());
+  const auto d = apply_dropout(fewer, 0.3, 42);
+  for (std::size_t i = 0; i < d.decisions.size(); ++i) EXPECT_EQ(d.decisions[i].kept, a.decisions[i + 1000].kept);
+}
+
+TEST(Dropout, MaskHistoryHalfNeverProtected) {
+  std::vector<prompt_item> h = {{"history:best", "history", "", false}, {"history:baseline", "history", "", false}};
+  for (int i = 1; i <= 9; ++i) h.push_back({"history:iter" + std::to_string(i), "history", "", true});
+  const auto m = mask_history(h, 5);
+  EXPECT_EQ(m.size(), 5u);
+  EXPECT_FALSE(m.count("history:best"));
+  EXPECT_FALSE(m.count("history:baseline"));
+  EXPECT_EQ(m, mask_history(h, 5));
+}
+
+TEST(Dropout, AttributionComparesGainsWithAndWithout) {
+  std::map<std::int64_t, std::vector<store::dropout_decision>> d;
+  auto dec = [](const char* id, bool kept) {
+    store::dropout_decision x;
+    x.item_id = id;
+    x.item_kind = "directive";
+    x.kept = kept;
+    return x;
+  };
+  d[1] = {dec("a", true), dec("b", false)};
+  d[2] = {dec("a", true), dec("b", true)};
+  d[3] = {dec("a", false), dec("b", true)};
+  const auto at = attribution(d, {{1, 0.2}, {2, 0.1}, {3, 0.0}});
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_EQ(at[0].item_id, "a");  // largest effect first
+  EXPECT_EQ(at[0].present, 2);
+  EXPECT_EQ(at[0].absent, 1);
+  EXPECT_NEAR(at[0].mean_gain_present, 0.15, 1e-12);
+  EXPECT_NEAR(at[0].mean_gain_absent, 0.0, 1e-12);
+  EXPECT_NEAR(at[1].mean_gain_present, 0.05, 1e-12);
+  EXPECT_NEAR(at[1].mean_gain_absent, 0.2, 1e-12);
+}
+
+subject_result noisy(double time_ns, double rsd, std::uint64_t seed, std::size_t n = 40) {
+  subject_result r;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0, 1);
+  for (const char* w : {"n1k", "n64k", "n16m"}) {
+    workload_result wr;
+    wr.status = "ok";
+    for (std::size_t i = 0; i < n; ++i) wr.samples_ns.push_back(time_ns * (1 + rsd * nd(rng)));
+    auto v = wr.samples_ns;
+    std::sort(v.begin(), v.end());
+    wr.median_ns = v[n / 2];
+    r.workloads[w] = wr;
+  }
+  return r;
+}
+
+TEST(Promotion, HalfPercentInsideNoiseIsATieTwentyPercentPromotes) {
+  const std::map<std::string, double> w = {{"n1k", 0.3}, {"n64k", 0.3}, {"n16m", 0.4}};
+  const auto inc = noisy(10000, 0.03, 1);
+  const auto tie = decide_promotion(inc, noisy(9950, 0.03, 2), w, {});
+  EXPECT_EQ(tie.v, promotion_decision::verdict::tie) << tie.reason;
+  EXPECT_FALSE(tie.promoted());
+  EXPECT_LT(tie.low, 1.0);
+  EXPECT_GT(tie.high, 1.0);
+  const auto win = decide_promotion(inc, noisy(8000, 0.03, 3), w, {});
+  EXPECT_TRUE(win.promoted()) << win.reason;
+  EXPECT_NEAR(win.gain, 0.25, 0.03);
+  const auto worse = decide_promotion(inc, noisy(12000, 0.03, 4), w, {});
+  EXPECT_EQ(worse.v, promotion_decision::verdict::worse);
+  auto broken = noisy(8000, 0.03, 5);
+  broken.workloads["n64k"].status = "incorrect";
+  EXPECT_EQ(decide_promotion(inc, broken, w, {}).v, promotion_decision::verdict::incorrect);
+  // A clear overall win that regresses one workload beyond noise is refused.
+  auto mixed = noisy(7000, 0.01, 6);
+  auto slow = noisy(11500, 0.01, 7);
+  mixed.workloads["n1k"] = slow.workloads["n1k"];
+  EXPECT_EQ(decide_promotion(noisy(10000, 0.01, 8), mixed, w, {}).v, promotion_decision::verdict::worse);
+}
+
+prompt_context ctx_for(const json& parent, std::uint64_t seed, std::set<std::string>* tried) {
+  prompt_context c;
+  c.parent = parent;
+  c.parent_point = default_point(parent);
+  c.k = 4;
+  c.seed = seed;
+  c.already_tried = [tried](const std::string& k) { return tried->count(k) > 0; };
+  return c;
+}
+
+TEST(Autotune, ExhaustiveForSmallSpaces) {
+  const json seed = test::kernel("seed", "// speed 1.0", test::seed_params(false));
+  ASSERT_EQ(space_size(seed), 20u);
+  std::set<std::string> tried = {content_key(seed)};
+  autotune_source src;
+  const auto a = src.propose(ctx_for(seed, 1, &tried));
+  ASSERT_EQ(a.proposals.size(), 19u);  // every point but the parent's own
+  std::set<param_values> points;
+  for (const auto& p : a.proposals) {
+    EXPECT_EQ(p.origin, store::candidate_origin::tuned);
+    EXPECT_EQ(p.candidate.value("source", ""), seed.value("source", ""));
+    points.insert(default_point(p.candidate));
+    tried.insert(content_key(p.candidate));
+  }
+  EXPECT_EQ(points.size(), 19u);
+  EXPECT_TRUE(src.propose(ctx_for(seed, 1, &tried)).proposals.empty());
+}
+
+TEST(Autotune, SeededLocalSearchForLargeSpaces) {
+  const json seed = test::kernel("seed", "// speed 1.0", test::seed_params(true));
+  ASSERT_EQ(space_size(seed), 144u);
+  std::set<std::string> tried = {content_key(seed)};
+  autotune_source src;
+  const auto a = src.propose(ctx_for(seed, 9, &tried));
+  const auto b = src.propose(ctx_for(seed, 9, &tried));
+  ASSERT_EQ(a.proposals.size(), 4u);
+  const auto base = default_point(seed);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(content_key(a.proposals[i].candidate), content_key(b.proposals[i].candidate));
+    // A neighbour: exactly one parameter moved to an adjacent value.
+    const auto p = default_point(a.proposals[i].candidate);
+    int moved = 0;
+    for (const auto& [k, v] : p)
+      if (v != base.at(k)) {
+        ++moved;
+        const auto vals = seed["parameters"][k]["values"].get<std::vector<std::int64_t>>();
+        const auto i0 = std::find(vals.begin(), vals.end(), base.at(k)) - vals.begin();
+        const auto i1 = std::find(vals.begin(), vals.end(), v) - vals.begin();
+        EXPECT_EQ(std::abs(i0 - i1), 1);
+      }
+    EXPECT_EQ(moved, 1);
+  }
+  // The parent has 5 neighbours (BLOCK 128/512, ITEMS 2/8, UNROLL 1/4 minus
+  // none at an edge = 6); once all are tried, random points fill up.
+  for (int round = 0; round < 3; ++round) {
+    const auto r = src.propose(ctx_for(seed, 10 + static_cast<std::uint64_t>(round), &tried));
+    EXPECT_EQ(r.proposals.size(), 4u);
+    for (const auto& p : r.proposals) EXPECT_TRUE(tried.insert(content_key(p.candidate)).second);
+  }
+}
+
+}  // namespace
+}  // namespace kopt::campaign
