@@ -82,6 +82,7 @@ application build_app() {
   register_submit(app, ctx, *a.status);
   register_inspect(app, ctx, *a.status);
   register_prompt(app, ctx, *a.status);
+  register_kb(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
   register_run(app, ctx, *a.status);

@@ -29,6 +29,7 @@ struct exit_status {
 void register_validate(CLI::App& app, context& ctx, exit_status& status);  // validate
 void register_submit(CLI::App& app, context& ctx, exit_status& status);    // submit
 void register_inspect(CLI::App& app, context& ctx, exit_status& status);   // list status show log
+void register_kb(CLI::App& app, context& ctx, exit_status& status);  // kb search show lint
 void register_prompt(CLI::App& app, context& ctx, exit_status& status);  // prompt render
 void register_run(CLI::App& app, context& ctx, exit_status& status);  // run (needs the worker build)
 void register_eval(CLI::App& app, context& ctx,

@@ -1,0 +1,292 @@
+// `kopt kb search|show|lint`: the knowledge base from the command line. The
+// same load + index + retrieve path as a campaign's prompt builder, so
+// `kopt kb search --bottleneck X --operator Y --budget N` shows exactly the
+// snippets a prompt for that diagnosis would get.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/render.hpp"
+#include "common/error.hpp"
+#include "kb/index.hpp"
+#include "kb/library.hpp"
+
+#ifdef KOPT_HAVE_WORKER
+#include "kb/compile_check.hpp"
+#include "runner/worker_client.hpp"
+#endif
+
+namespace kopt::cli {
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+struct kb_options {
+  std::vector<std::string> dirs;
+  bool no_builtin = false;
+  // search
+  std::vector<std::string> text;
+  std::vector<std::string> bottlenecks;
+  std::string op;
+  std::string arch;
+  std::size_t budget = 1500;
+  std::size_t limit = 5;
+  bool json_out = false;
+  bool snippets = false;
+  // show
+  std::string id;
+  // lint
+  bool compile = false;
+  std::string compile_arch = "sm_90a";
+  std::string worker;
+};
+
+json diagnostic_json(const kb::diagnostic& d) {
+  return json{{"level", d.level == kb::diagnostic::severity::error ? "error" : "warning"},
+              {"file", d.file},
+              {"line", d.line},
+              {"message", d.message},
+              {"text", d.to_string()}};
+}
+
+kb::load_result load(const kb_options& o) {
+  std::vector<fs::path> extra(o.dirs.begin(), o.dirs.end());
+  const auto dirs = kb::directories(extra, !o.no_builtin);
+  if (dirs.empty())
+    throw kopt::not_found_error(
+        "no knowledge-base directory: kopt's own techniques were not found (set $KOPT_DATA_DIR) "
+        "and no --kb-dir was given");
+  return kb::load_directories(dirs);
+}
+
+// For search and show a broken document is skipped, not fatal: say so.
+void report_skipped(const kb::load_result& r) {
+  for (const auto& d : r.diagnostics)
+    if (d.level == kb::diagnostic::severity::error)
+      std::cerr << "kopt: " << d.to_string() << " (document skipped; see kopt kb lint)\n";
+}
+
+json document_json(const kb::document& d) {
+  json sections = json::array();
+  for (const auto& s : d.sections)
+    sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
+  json refs = json::array();
+  for (const auto& r : d.references) refs.push_back(r.target);
+  json j{{"id", d.id},         {"title", d.title},     {"bottlenecks", d.bottlenecks},
+         {"operators", d.operators}, {"arch", d.arch}, {"tags", d.tags},
+         {"file", d.file},     {"content_hash", d.content_hash},
+         {"references", refs}, {"sections", sections}};
+  if (d.ex)
+    j["example"] = json{{"source", d.ex->source},
+                        {"plan", d.ex->plan},
+                        {"defaults", d.ex->defaults},
+                        {"kernels", d.ex->kernels}};
+  return j;
+}
+
+void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
+  CLI::App* cmd = group.add_subcommand("search", "Rank technique documents for a diagnosis or text");
+  cmd->add_option("text", o->text, "free text: words and identifiers (cp.async, ldmatrix)");
+  cmd->add_option("-b,--bottleneck", o->bottlenecks,
+                  "diagnosis class, most important first (repeatable)")
+      ->type_name("CLASS");
+  cmd->add_option("-o,--operator", o->op, "operator class (gemm, normalization, ...)")
+      ->type_name("CLASS");
+  cmd->add_option("--arch", o->arch, "target architecture: drop documents that do not apply")
+      ->type_name("SM");
+  cmd->add_option("--budget", o->budget, "token budget of all snippets (4 chars per token)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--limit", o->limit, "at most this many documents")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json_out, "print the retrieval (with snippet texts) as JSON");
+  cmd->add_flag("--snippets", o->snippets, "print the snippet texts as a prompt would get them");
+  cmd->footer(
+      "Ranking: bottleneck match (the first --bottleneck weighs most), then exact operator\n"
+      "match, then BM25 of the text. Classes: see docs/knowledge-base.md.\n"
+      "Example: kopt kb search --bottleneck latency-bound --operator gemm cp.async --budget 800");
+  cmd->callback([o] {
+    const kb::load_result lr = load(*o);
+    report_skipped(lr);
+    const kb::index idx(lr.documents);
+    kb::query q;
+    q.bottlenecks = o->bottlenecks;
+    q.operator_class = o->op;
+    q.arch = o->arch;
+    for (const auto& t : o->text) q.text += (q.text.empty() ? "" : " ") + t;
+    q.budget_tokens = o->budget;
+    q.max_documents = o->limit;
+    const kb::retrieval r = idx.retrieve(q);
+    if (o->json_out) {
+      json j = r.to_json();
+      j["query"] = json{{"bottlenecks", q.bottlenecks}, {"operator", q.operator_class},
+                        {"arch", q.arch},               {"text", q.text}};
+      print_json(j);
+      return;
+    }
+    if (r.snippets.empty()) {
+      std::cerr << "kopt: no document matches\n";
+      return;
+    }
+    if (o->snippets) {
+      for (const auto& s : r.snippets) std::cout << s.text << '\n';
+      return;
+    }
+    text_table t({"#", "ID", "BOTTLENECKS", "OP", "TEXT", "TOKENS", "TITLE"});
+    int rank = 0;
+    for (const auto& s : r.snippets) {
+      std::string b;
+      for (const auto& m : s.matched_bottlenecks) b += (b.empty() ? "" : ",") + m;
+      t.add({std::to_string(++rank), s.id, b.empty() ? "-" : b,
+             s.operator_exact ? "exact" : (q.operator_class.empty() ? "-" : "any"),
+             s.text_score > 0 ? fmt_double(s.text_score, 2) : "-",
+             std::to_string(s.tokens) + (s.truncated ? "*" : ""), s.title});
+    }
+    t.print(std::cout);
+    std::cout << r.tokens << " of " << r.budget_tokens << " tokens, " << r.snippets.size() << " of "
+              << r.candidates << " matching documents (* cut to fit)\n";
+  });
+}
+
+void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
+  CLI::App* cmd = group.add_subcommand("show", "Print one technique document");
+  cmd->add_option("id", o->id, "document id (file name without .md)")->required();
+  cmd->add_flag("--json", o->json_out, "print the parsed document as JSON");
+  cmd->callback([o] {
+    const kb::load_result lr = load(*o);
+    report_skipped(lr);
+    const kb::document* d = nullptr;
+    for (const auto& doc : lr.documents)
+      if (doc.id == o->id) d = &doc;
+    if (d == nullptr) throw kopt::not_found_error("no knowledge-base document with id '" + o->id + "'");
+    if (o->json_out) {
+      print_json(document_json(*d));
+      return;
+    }
+    auto list = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+      return s;
+    };
+    std::cout << d->title << " [" << d->id << "]\n"
+              << "file:        " << d->file << '\n'
+              << "bottlenecks: " << list(d->bottlenecks) << '\n'
+              << "operators:   " << list(d->operators) << '\n'
+              << "arch:        " << list(d->arch) << '\n'
+              << "tags:        " << list(d->tags) << "\n\n";
+    for (const auto& s : d->sections) std::cout << "## " << s.name << "\n\n" << s.text << '\n';
+  });
+}
+
+void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status& status) {
+  CLI::App* cmd = group.add_subcommand("lint", "Validate every technique document");
+  cmd->add_flag("--json", o->json_out, "print the diagnostics as JSON on stdout");
+  cmd->add_flag("--compile", o->compile,
+                "also compile each Example with NVRTC (default parameter values; worker build)");
+  cmd->add_option("--arch", o->compile_arch, "architecture of --compile")->capture_default_str();
+  cmd->add_option("--worker", o->worker,
+                  "kopt-worker used as the isolated compiler (default: $KOPT_WORKER, then beside "
+                  "kopt; in-process NVRTC when absent)");
+  cmd->footer(
+      "Exit code 0 when every document is valid (warnings allowed), 1 when any is not,\n"
+      "5 when --compile is asked of a build without the worker.\n"
+      "Example: kopt kb lint --compile --kb-dir ~/my-techniques");
+  cmd->callback([o, &status] {
+    const kb::load_result lr = load(*o);
+    std::size_t errors = 0, warnings = 0;
+    json diags = json::array();
+    for (const auto& d : lr.diagnostics) {
+      (d.level == kb::diagnostic::severity::error ? errors : warnings) += 1;
+      if (o->json_out) diags.push_back(diagnostic_json(d));
+      else std::cerr << d.to_string() << '\n';
+    }
+    json compiled = json::array();
+    std::size_t compile_failures = 0;
+    if (o->compile) {
+#ifdef KOPT_HAVE_WORKER
+      const std::string worker = o->worker.empty() ? runner::default_worker_exe() : o->worker;
+      std::unique_ptr<compile::compiler> comp;
+      if (fs::exists(worker)) {
+        comp = std::make_unique<compile::compiler>(worker, compile::default_cache_dir());
+      } else {
+        std::cerr << "kopt: " << worker << " not found; compiling in this process\n";
+      }
+      for (const auto& d : lr.documents) {
+        const kb::compile_outcome c = kb::compile_example(d, o->compile_arch, comp.get());
+        if (!c.ok) ++compile_failures;
+        const int line = d.ex ? d.ex->source_line : 0;
+        if (o->json_out) {
+          compiled.push_back(json{{"id", d.id},
+                                  {"file", d.file},
+                                  {"line", line},
+                                  {"ok", c.ok},
+                                  {"compiled", c.compiled},
+                                  {"status", c.status},
+                                  {"problems", c.problems},
+                                  {"log", c.compiled ? "" : c.log},
+                                  {"defines", d.ex ? json(d.ex->defaults) : json::object()},
+                                  {"duration_ms", c.result.duration_ms},
+                                  {"cached", c.result.cached}});
+        } else if (!c.ok) {
+          for (const auto& p : c.problems)
+            std::cerr << d.file << ':' << line << ": error: " << p << '\n';
+          if (!c.compiled && !c.log.empty()) std::cerr << c.log << '\n';
+        } else if (!o->json_out) {
+          std::cerr << d.file << ": example compiles for " << o->compile_arch
+                    << (c.result.cached ? " (cached)" : "") << '\n';
+        }
+      }
+#else
+      std::cerr << "kopt: kb lint --compile needs a build with the worker (KOPT_ENABLE_WORKER=ON)\n";
+      status.code = exit_no_gpu;
+      return;
+#endif
+    }
+    const bool valid = errors == 0 && compile_failures == 0;
+    if (o->json_out) {
+      json j{{"valid", valid},
+             {"files", lr.files},
+             {"documents", lr.documents.size()},
+             {"errors", errors},
+             {"warnings", warnings},
+             {"diagnostics", diags}};
+      if (o->compile) {
+        j["compile"] = compiled;
+        j["compile_failures"] = compile_failures;
+      }
+      print_json(j);
+    } else {
+      std::cout << lr.files << " documents: " << lr.documents.size() << " valid, " << errors
+                << " error" << (errors == 1 ? "" : "s") << ", " << warnings << " warning"
+                << (warnings == 1 ? "" : "s");
+      if (o->compile)
+        std::cout << ", " << compile_failures << " example" << (compile_failures == 1 ? "" : "s")
+                  << " failing to compile";
+      std::cout << '\n';
+    }
+    status.code = valid ? exit_ok : exit_invalid;
+  });
+}
+
+}  // namespace
+
+void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
+  auto o = std::make_shared<kb_options>();
+  CLI::App* group = app.add_subcommand("kb", "Knowledge base: search, show and lint technique documents");
+  group->require_subcommand(1);
+  group->fallthrough();
+  group->add_option("--kb-dir", o->dirs,
+                 "extra directory of technique documents (repeatable; added to kopt's own)")
+      ->type_name("DIR");
+  group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own technique documents");
+  add_search(*group, o);
+  add_show(*group, o);
+  add_lint(*group, o, status);
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,129 @@
+// `kopt kb search|show|lint` through the real executable: exit codes, JSON
+// on stdout, user directories added with --kb-dir.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kb_test_util.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class KbCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "kopt-kbcli-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  result kopt(const std::vector<std::string>& args) {
+    std::string cmd = "env HOME=" + quote(dir_.string()) + " " + quote(KOPT_BIN);
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " >" + quote((dir_ / "out").string()) + " 2>" + quote((dir_ / "err").string());
+    const int st = std::system(cmd.c_str());
+    result r;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(dir_ / "out");
+    r.err = slurp(dir_ / "err");
+    return r;
+  }
+  fs::path write(const std::string& rel, const std::string& text) {
+    fs::create_directories((dir_ / rel).parent_path());
+    std::ofstream(dir_ / rel) << text;
+    return dir_ / rel;
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(KbCli, LintOfTheBundledDocumentsPasses) {
+  const result r = kopt({"kb", "lint", "--json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["valid"].get<bool>());
+  EXPECT_EQ(j["errors"], 0);
+  EXPECT_GE(j["documents"].get<int>(), 40);
+}
+
+TEST_F(KbCli, LintReportsAUserDocumentWithFileAndLine) {
+  kopt::kb::test::doc_spec s;
+  s.front[0] = "id: my-trick";
+  s.front[2] = "bottlenecks: [slowness]";
+  s.pitfalls = "- None.";
+  const fs::path f = write("mine/my-trick.md", s.render());
+  const result r = kopt({"kb", "lint", "--kb-dir", (dir_ / "mine").string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(f.string() + ":4: error: unknown bottleneck class 'slowness'"),
+            std::string::npos)
+      << r.err;
+  // search still works and says the broken document was skipped
+  const result s2 = kopt({"kb", "search", "--kb-dir", (dir_ / "mine").string(), "cp.async"});
+  EXPECT_EQ(s2.code, 0) << s2.err;
+  EXPECT_NE(s2.err.find("document skipped"), std::string::npos);
+}
+
+TEST_F(KbCli, SearchJsonRanksAndRespectsTheBudget) {
+  const result r = kopt({"kb", "search", "--bottleneck", "register-spills", "--operator", "gemm",
+                         "--budget", "600", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_FALSE(j["snippets"].empty());
+  EXPECT_LE(j["tokens"].get<int>(), 600);
+  EXPECT_EQ(j["snippets"][0]["matched_bottlenecks"][0], "register-spills");
+  EXPECT_NE(j["snippets"][0]["text"].get<std::string>().find("[kb:"), std::string::npos);
+}
+
+TEST_F(KbCli, UserDocumentsAreSearchable) {
+  kopt::kb::test::doc_spec s;
+  s.front[0] = "id: my-trick";
+  s.front[5] = "tags: [zebraintrinsicxyz]";
+  s.pitfalls = "- None.";
+  write("mine/my-trick.md", s.render());
+  const result r = kopt({"kb", "--kb-dir", (dir_ / "mine").string(), "search", "zebraintrinsic",
+                         "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_FALSE(j["snippets"].empty());
+  EXPECT_EQ(j["snippets"][0]["id"], "my-trick");
+}
+
+TEST_F(KbCli, ShowAndItsErrors) {
+  const result r = kopt({"kb", "show", "cp-async-pipeline", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["id"], "cp-async-pipeline");
+  EXPECT_NE(j["example"]["source"].get<std::string>().find("cp.async"), std::string::npos);
+  EXPECT_EQ(kopt({"kb", "show", "no-such-technique"}).code, 3);
+  EXPECT_EQ(kopt({"kb", "search", "--bottleneck", "slowness"}).code, 1);
+  EXPECT_EQ(kopt({"kb", "search", "--budget", "-1"}).code, 2);
+}
