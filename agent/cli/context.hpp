@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "config/operator.hpp"
 #include "store/store.hpp"
 
 namespace kopt::cli {
@@ -43,5 +44,10 @@ struct context {
   // Read-only; throws not_found_error when there is no database yet.
   store::store open_reader() const;
 };
+
+// Stores an operator (its snapshot, content hash, source path and workloads
+// in config order); the same content returns the existing row. Shared by
+// submit, eval and run so that an operator is recorded one way.
+store::store::put_operator_result store_operator(store::store& db, const config::operator_config& op);
 
 }  // namespace kopt::cli

@@ -135,23 +135,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   store::row_id operator_id = 0;
   if (ctx) {
     db.emplace(ctx->open_writer());
-    store::operator_record orec;
-    orec.name = op.name;
-    orec.op_type = op.op_type;
-    orec.config = op.snapshot();
-    orec.content_hash = op.content_hash();
-    orec.source_path = op.file.string();
-    std::vector<store::workload_record> wrecs;
-    int pos = 0;
-    for (const auto& w : op.workloads) {
-      store::workload_record wr;
-      wr.key = w.id;
-      wr.position = pos++;
-      wr.axes = json(w.axes);
-      wr.weight = w.weight;
-      wrecs.push_back(wr);
-    }
-    operator_id = db->put_operator(orec, wrecs).operator_id;
+    operator_id = store_operator(*db, op).operator_id;
     if (!campaign_id) {
       store::campaign_record c;
       c.operator_id = operator_id;

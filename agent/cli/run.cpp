@@ -87,23 +87,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     store::store db = ctx.open_writer();
 
     // The operator, and the campaign to resume or a new one.
-    store::operator_record orec;
-    orec.name = op.name;
-    orec.op_type = op.op_type;
-    orec.config = op.snapshot();
-    orec.content_hash = op.content_hash();
-    orec.source_path = op.file.string();
-    std::vector<store::workload_record> wrecs;
-    int pos = 0;
-    for (const auto& w : op.workloads) {
-      store::workload_record wr;
-      wr.key = w.id;
-      wr.position = pos++;
-      wr.axes = json(w.axes);
-      wr.weight = w.weight;
-      wrecs.push_back(wr);
-    }
-    const auto put = db.put_operator(orec, wrecs);
+    const auto put = store_operator(db, op);
     std::optional<store::campaign_record> camp;
     for (const auto& c : db.list_campaigns())
       if (c.operator_id == put.operator_id && !store::is_terminal(c.state) && c.provider != "eval" &&

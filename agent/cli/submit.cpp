@@ -70,24 +70,6 @@ void register_submit(CLI::App& app, context& ctx, exit_status& /*status*/) {
     }
     const config::operator_config& op = *r.op;
 
-    store::operator_record rec;
-    rec.name = op.name;
-    rec.op_type = op.op_type;
-    rec.config = op.snapshot();
-    rec.content_hash = op.content_hash();
-    std::error_code ec;
-    const auto abs = std::filesystem::absolute(opts->file, ec);
-    rec.source_path = ec ? opts->file : abs.lexically_normal().string();
-    std::vector<store::workload_record> workloads;
-    for (const auto& w : op.workloads) {
-      store::workload_record wr;
-      wr.key = w.id;
-      wr.axes = nlohmann::json::object();
-      for (const auto& [name, value] : w.axes) wr.axes[name] = value;
-      wr.weight = w.weight;
-      workloads.push_back(std::move(wr));
-    }
-
     store::campaign_record c;
     c.provider = op.campaign.provider;
     c.model = op.campaign.model;
@@ -99,16 +81,16 @@ void register_submit(CLI::App& app, context& ctx, exit_status& /*status*/) {
 
     store::store s = ctx.open_writer();
     store::transaction tx(s.db());
-    const auto put = s.put_operator(rec, workloads);
+    const auto put = store_operator(s, op);
     c.operator_id = put.operator_id;
     const store::row_id id = s.create_campaign(c);
     store::event_record ev;
     ev.campaign_id = id;
     ev.kind = "submitted";
-    ev.message = "queued from " + *rec.source_path;
+    ev.message = "queued from " + op.file.string();
     ev.data = {{"operator_id", put.operator_id},
                {"new_operator", put.created},
-               {"content_hash", rec.content_hash},
+               {"content_hash", op.content_hash()},
                {"priority", opts->priority},
                {"team", opts->team}};
     s.add_event(ev);
@@ -121,7 +103,7 @@ void register_submit(CLI::App& app, context& ctx, exit_status& /*status*/) {
                   {"operator_id", put.operator_id},
                   {"operator", op.name},
                   {"new_operator", put.created},
-                  {"content_hash", rec.content_hash},
+                  {"content_hash", op.content_hash()},
                   {"state", "queued"},
                   {"priority", opts->priority},
                   {"team", opts->team},
