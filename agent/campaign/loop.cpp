@@ -469,6 +469,7 @@ campaign_loop::plan campaign_loop::plan_iteration(std::int64_t n) {
     probe.op = &op_;
     probe.iteration = n;
     probe.parent_id = p.parent_id;
+    probe.parent_results = full_of(p.parent_id);  // its diagnosis keys the retrieval
     for (auto& s : hooks_.snippets(probe)) {
       s.kind = "snippet";
       p.items.push_back(s);

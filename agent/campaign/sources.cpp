@@ -1,5 +1,8 @@
 #include "campaign/sources.hpp"
 
+#include "prompts/context.hpp"
+#include "prompts/engine.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,11 +130,82 @@ std::string placeholder_prompt(const prompt_context& ctx) {
   return s;
 }
 
+composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup) {
+  if (!ctx.op) throw kopt::error("compose_prompt: no operator");
+  prompts::prompt_inputs in;
+  in.op = ctx.op;
+  in.gpu = setup.gpu;
+  auto parent = config::load_candidate_text(ctx.parent.dump(), "parent", ctx.op->file.parent_path(), *ctx.op);
+  if (parent.ok()) {
+    in.parent = *parent.cand;
+    in.parent_label = ctx.parent_id ? fmt::format("candidate {}", ctx.parent_id) : "seed";
+  }
+  // Measurements in the operator's workload order, and the diagnosis of the
+  // workloads that weigh most (one finding per class, with its evidence).
+  std::map<std::string, std::string> findings;
+  std::vector<std::string> order;
+  std::vector<const config::workload*> by_weight;
+  for (const auto& w : ctx.op->workloads) {
+    auto it = ctx.parent_results.find(w.id);
+    if (it == ctx.parent_results.end()) continue;
+    prompts::workload_measurement m;
+    m.workload = w.id;
+    m.status = it->second.status;
+    if (it->second.ok()) m.median_us = it->second.median_ns / 1e3;
+    m.sol_fraction = it->second.sol_fraction;
+    in.measurements.push_back(m);
+    by_weight.push_back(&w);
+  }
+  std::stable_sort(by_weight.begin(), by_weight.end(), [](auto* a, auto* b) { return a->weight > b->weight; });
+  for (std::size_t i = 0; i < by_weight.size() && i < 4; ++i) {
+    const auto& r = ctx.parent_results.at(by_weight[i]->id);
+    for (const auto& f : r.diagnosis.value("findings", json::array())) {
+      const std::string cls = f.value("class", "");
+      if (cls.empty()) continue;
+      const std::string line = by_weight[i]->id + ": " + f.value("summary", "");
+      if (!findings.count(cls)) order.push_back(cls);
+      findings[cls] += (findings[cls].empty() ? "" : "; ") + line;
+    }
+  }
+  for (const auto& c : order) in.diagnosis.push_back({c, findings[c]});
+  if (in.measurements.empty()) in.measurements_note = "none yet for this kernel.";
+  std::string directives;
+  for (const auto& it : ctx.items) {
+    if (it.kind == "history") {
+      in.history.push_back({it.id.substr(it.id.find(':') + 1), it.text, ""});
+    } else if (it.kind == "snippet") {
+      const auto nl = it.text.find('\n');
+      in.snippets.push_back({it.id.substr(it.id.find(':') + 1), it.text.substr(0, nl),
+                             nl == std::string::npos ? it.text : it.text.substr(nl + 1)});
+    } else {
+      directives += "- " + it.text + "\n";
+    }
+  }
+  if (!directives.empty()) in.feedback = "Techniques to consider:\n" + directives;
+  composed_prompt out;
+  out.template_name = ctx.different_algorithm ? "broaden" : (in.measurements.empty() ? "first" : "revise");
+  const json c = prompts::build_context(in);
+  const auto set = prompts::template_set::load_directory(setup.template_dir);
+  out.system = set.render("system", c).text;
+  const auto user = set.render(out.template_name, c);
+  out.user = user.text;
+  out.present_items = user.present_items;
+  return out;
+}
+
 source_answer llm_source::propose(const prompt_context& ctx) {
   source_answer out;
   llm::request rq;
   rq.system = "You write fast, correct CUDA kernels for NVIDIA GPUs.";
-  rq.messages.push_back({"user", placeholder_prompt(ctx)});
+  std::string user = placeholder_prompt(ctx);
+  if (setup_ && ctx.op) {
+    // Template errors are kopt's bug or a broken --prompts-dir: say so
+    // loudly rather than sending a prompt nobody reviewed.
+    const auto p = compose_prompt(ctx, *setup_);
+    rq.system = p.system;
+    user = p.user;
+  }
+  rq.messages.push_back({"user", user});
   rq.max_tokens = max_tokens_;
   rq.tag = fmt::format("iteration {}", ctx.iteration);
   std::vector<std::future<llm::completion>> calls;

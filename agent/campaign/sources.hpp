@@ -15,6 +15,10 @@
 
 #include "campaign/types.hpp"
 #include "llm/client.hpp"
+#include "prompts/context.hpp"
+
+#include <filesystem>
+#include <optional>
 
 namespace kopt::campaign {
 
@@ -35,10 +39,30 @@ class autotune_source final : public candidate_source {
 // the kept context items, and the different-algorithm request.
 std::string placeholder_prompt(const prompt_context& ctx);
 
+// What the LLM source needs to render kopt's prompt templates: the GPU
+// facts (peak table entry) and where the templates are. Without it (tests,
+// or no template directory found) a short built-in prompt is used.
+struct prompt_setup {
+  prompts::gpu_facts gpu;
+  std::filesystem::path template_dir;
+};
+
+// The user and system messages for one request, from the templates:
+// "first" before the parent is measured, "revise" after, "broaden" when the
+// campaign asks for a different algorithm. Items (directives, history,
+// snippets) are what survived dropout; the parent's diagnosis goes in as
+// findings. Exposed for tests.
+struct composed_prompt {
+  std::string system, user, template_name;
+  std::vector<std::string> present_items;
+};
+composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup);
+
 class llm_source final : public candidate_source {
  public:
-  explicit llm_source(llm::llm_client& client, std::int64_t max_tokens = 8192)
-      : client_(client), max_tokens_(max_tokens) {}
+  explicit llm_source(llm::llm_client& client, std::int64_t max_tokens = 8192,
+                      std::optional<prompt_setup> setup = std::nullopt)
+      : client_(client), max_tokens_(max_tokens), setup_(std::move(setup)) {}
   std::string name() const override { return client_.backend().name(); }
   bool calls_llm() const override { return true; }
   source_answer propose(const prompt_context& ctx) override;
@@ -46,6 +70,7 @@ class llm_source final : public candidate_source {
  private:
   llm::llm_client& client_;
   std::int64_t max_tokens_;
+  std::optional<prompt_setup> setup_;
 };
 
 class scripted_source final : public candidate_source {

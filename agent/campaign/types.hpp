@@ -55,6 +55,9 @@ struct workload_result {
   double median_ns = 0;
   std::vector<double> samples_ns;
   std::optional<double> sol_fraction;
+  // harness::diagnose() of this measurement (null when not ok); the prompt
+  // quotes it and knowledge retrieval keys on its classes.
+  nlohmann::json diagnosis;
   bool ok() const noexcept { return status == "ok"; }
   nlohmann::json to_json(bool with_samples) const;
   static workload_result from_json(const nlohmann::json& j);

@@ -60,6 +60,11 @@ eval_batch worker_evaluator::evaluate(const eval_request& rq) {
                 {"time_reference", false},
                 {"launch_timeout_ms", o_.launch_timeout_ms},
                 {"timing", {{"min_time_s", o_.min_time_s}, {"max_time_s", o_.max_time_s}}}}}};
+  // Counters for the promising candidates only (docs/campaign.md): the full
+  // sweep and the winner's verification, never the cheap screening stage.
+  if (!o_.counters.empty() && o_.counters != "none" &&
+      std::find(o_.counter_stages.begin(), o_.counter_stages.end(), rq.stage) != o_.counter_stages.end())
+    req["settings"]["counters"] = o_.counters;
   auto d = std::make_shared<report_detail>();
   d->report = client_.evaluate(req);
   eval_batch b;
@@ -78,6 +83,7 @@ eval_batch worker_evaluator::evaluate(const eval_request& rq) {
       w.message = row.message;
       w.median_ns = row.median_ns;
       w.sol_fraction = row.sol_fraction;
+      w.diagnosis = row.diagnosis;
       if (row.detail.contains("timing"))
         w.samples_ns = row.detail.at("timing").value("samples_ns", std::vector<double>{});
       r.workloads[row.workload] = std::move(w);

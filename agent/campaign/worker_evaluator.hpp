@@ -5,6 +5,9 @@
 // runner::record_report, which keeps everything the worker sent.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <memory>
 #include <optional>
 
@@ -21,6 +24,10 @@ struct worker_eval_options {
   double max_time_s = 1.0;
   int launch_timeout_ms = 10000;
   std::string peaks_file;  // GPU peak table; empty: no fractions of SOL
+  // Hardware counters tier ("none", "default", "full") collected in the
+  // stages listed (stage names of the store: screen, full, verify, compare).
+  std::string counters = "default";
+  std::vector<std::string> counter_stages = {"full", "verify"};
 };
 
 class worker_evaluator final : public evaluator {

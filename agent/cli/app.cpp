@@ -81,11 +81,15 @@ application build_app() {
   register_validate(app, ctx, *a.status);
   register_submit(app, ctx, *a.status);
   register_inspect(app, ctx, *a.status);
+  register_research(app, ctx, *a.status);
   register_prompt(app, ctx, *a.status);
   register_kb(app, ctx, *a.status);
+  register_daemon(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
+  register_bench(app, ctx, *a.status);
   register_run(app, ctx, *a.status);
+  register_profile(app, ctx, *a.status);
 #endif
   // `kopt llm check` talks to the provider only; it records nothing.
   kopt::llm::register_llm_cli(app);

@@ -29,10 +29,16 @@ struct exit_status {
 void register_validate(CLI::App& app, context& ctx, exit_status& status);  // validate
 void register_submit(CLI::App& app, context& ctx, exit_status& status);    // submit
 void register_inspect(CLI::App& app, context& ctx, exit_status& status);   // list status show log
+void register_research(CLI::App& app, context& ctx,
+                       exit_status& status);  // diff lineage export import report trace
 void register_kb(CLI::App& app, context& ctx, exit_status& status);  // kb search show lint
 void register_prompt(CLI::App& app, context& ctx, exit_status& status);  // prompt render
+void register_daemon(CLI::App& app, context& ctx, exit_status& status);  // daemon pause resume cancel
 void register_run(CLI::App& app, context& ctx, exit_status& status);  // run (needs the worker build)
+void register_profile(CLI::App& app, context& ctx, exit_status& status);  // profile (worker build)
 void register_eval(CLI::App& app, context& ctx,
                    exit_status& status);  // eval (needs the worker build)
+void register_bench(CLI::App& app, context& ctx,
+                    exit_status& status);  // bench (needs the worker build)
 
 }  // namespace kopt::cli

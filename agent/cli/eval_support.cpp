@@ -201,7 +201,9 @@ eval_outcome run_evaluation(const config::operator_config& op,
                 {"base_seed", o.base_seed},
                 {"time_reference", o.time_reference},
                 {"launch_timeout_ms", o.launch_timeout_ms},
-                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}}}}};
+                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}},
+                {"counters", o.counters}}}};
+  if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
   out.report = client.evaluate(req, [](const json& m) {
     if (m.value("type", "") == "workload_result")
       spdlog::info("workload {} done", m.value("workload", ""));

@@ -29,6 +29,10 @@ struct eval_options {
   std::string peaks_file;       // default: configs/hardware/gpus.json
   int launch_timeout_ms = 10000;
   std::uint64_t base_seed = 20261130;
+  // Counters pass after timing: "none", "default" or "full"; or an explicit
+  // metric list (wins over the tier).
+  std::string counters = "none";
+  std::vector<std::string> metrics;
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);

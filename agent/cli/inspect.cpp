@@ -2,12 +2,15 @@
 // `kopt log`. They open the store read-only (WAL: they never block the
 // daemon and see only committed data) and print a table, or JSON with --json.
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
 #include "common/error.hpp"
+#include "report/data.hpp"
+#include "report/views.hpp"
 
 namespace kopt::cli {
 
@@ -235,6 +238,78 @@ void show_campaign(store::store& s, const show_options& o) {
   }
 }
 
+// The researcher's part of `show candidate` (kopt::report): its outcome
+// and score in the campaign, its iteration and dropout, the LLM call(s).
+json candidate_research(store::store& s, const store::candidate_record& c) {
+  json j = report::candidate_research_json(s, c);
+  const auto d = report::load_campaign(s, c.campaign_id);
+  if (const auto* v = d.view(c.id)) {
+    j["outcome"] = report::to_string(v->result);
+    j["furthest_stage"] = v->furthest_stage;
+    j["sol_fraction"] = v->score ? json(*v->score) : json(nullptr);
+    j["screen_sol_fraction"] = v->screen_score ? json(*v->screen_score) : json(nullptr);
+    j["time_ratio_vs_parent"] = v->time_ratio_vs_parent ? json(*v->time_ratio_vs_parent) : json(nullptr);
+    j["on_best_path"] = v->on_best_path;
+    j["is_best"] = d.campaign.best_candidate_id == c.id;
+  }
+  return j;
+}
+
+void print_candidate_research(const json& r, const std::vector<store::compilation_record>& compilations,
+                              const std::vector<store::evaluation_record>& evaluations) {
+  if (r.contains("outcome")) {
+    std::cout << "\noutcome        " << r["outcome"].get<std::string>();
+    if (r["sol_fraction"].is_number())
+      std::cout << ", " << fmt_double(r["sol_fraction"].get<double>() * 100, 1) << " % of speed of light (full sweep)";
+    if (r["time_ratio_vs_parent"].is_number())
+      std::cout << ", " << fmt_double(1.0 / r["time_ratio_vs_parent"].get<double>(), 2) << "x vs parent";
+    if (r.value("is_best", false)) std::cout << ", the campaign's best";
+    std::cout << '\n';
+  }
+  if (r["iteration"].is_object()) {
+    const auto& it = r["iteration"];
+    std::cout << "iteration      " << it["number"] << " (" << it.value("strategy", "") << ")";
+    if (it["dropout_p"].is_number()) std::cout << ", dropout p " << fmt_double(it["dropout_p"].get<double>(), 2);
+    std::cout << '\n';
+    std::string kept, dropped;
+    for (const auto& dd : it["dropout"]) {
+      std::string& list = dd.value("kept", false) ? kept : dropped;
+      list += (list.empty() ? "" : ", ") + dd.value("item_id", std::string());
+    }
+    if (!kept.empty()) std::cout << "  kept         " << kept << '\n';
+    if (!dropped.empty()) std::cout << "  dropped      " << dropped << '\n';
+  }
+  for (const auto& k : compilations) {
+    if (k.log.empty()) continue;
+    std::cout << "\ncompile log (compilation " << k.id << ", " << k.status << ")\n"
+              << k.log << (k.log.ends_with('\n') ? "" : "\n");
+  }
+  bool header = false;
+  for (const auto& e : evaluations) {
+    if (e.counters.is_null() || e.counters.empty()) continue;
+    if (!header) {
+      std::cout << "\ncounters and diagnosis\n";
+      header = true;
+    }
+    std::cout << "  " << e.workload_key << " (" << e.stage << ")\n";
+    for (const auto& [k, v] : report::flatten(e.counters)) std::cout << "    " << k << " = " << v << '\n';
+  }
+}
+
+void print_llm_calls(const json& r) {
+  const auto& calls = r["llm_calls"];
+  if (calls.empty()) return;
+  const std::string link = r.value("llm_call_link", "");
+  for (const auto& c : calls) {
+    std::cout << "\nLLM call " << c["id"] << " (" << c.value("provider", "") << " / " << c.value("model", "") << ", "
+              << c.value("status", "") << ", " << c["prompt_tokens"] << "+" << c["completion_tokens"] << " tokens, $"
+              << fmt_double(c.value("cost_usd", 0.0), 4) << ")"
+              << (link == "iteration" ? ": a call of this candidate's iteration (not linked to one candidate)" : "")
+              << "\n--- prompt\n" << c.value("prompt", "") << "\n--- response\n"
+              << (c["response"].is_string() ? c["response"].get<std::string>() : std::string("(none)")) << '\n';
+  }
+}
+
 void show_candidate(store::store& s, const show_options& o) {
   auto cand = s.find_candidate(o.id);
   if (!cand) throw not_found_error("no candidate " + std::to_string(o.id) + " in " + s.path());
@@ -246,9 +321,11 @@ void show_candidate(store::store& s, const show_options& o) {
     for (const auto& k : compilations) j["compilations"].push_back(to_json(k));
     j["evaluations"] = json::array();
     for (const auto& e : evaluations) j["evaluations"].push_back(to_json(e));
+    j["research"] = candidate_research(s, *cand);
     print_json(j);
     return;
   }
+  const json research = candidate_research(s, *cand);
   std::cout << "candidate " << cand->id << " [" << store::to_string(cand->origin)
             << "] of campaign " << cand->campaign_id << '\n';
   std::cout << "  iteration    " << fmt_opt(cand->iteration_id) << '\n';
@@ -283,9 +360,11 @@ void show_candidate(store::store& s, const show_options& o) {
     }
     t.print(std::cout);
   }
+  print_candidate_research(research, compilations, evaluations);
   std::cout << "\nlaunch plan\n" << cand->launch_plan.dump(2) << '\n';
   if (!cand->parameters.empty()) std::cout << "\nparameters\n" << cand->parameters.dump(2) << '\n';
   std::cout << "\nsource\n" << cand->source << (cand->source.ends_with('\n') ? "" : "\n");
+  print_llm_calls(research);
 }
 
 void register_show(CLI::App& app, context& ctx) {
@@ -336,15 +415,37 @@ void register_log(CLI::App& app, context& ctx) {
   cmd->add_flag("--json", opts->json, "print JSON on stdout");
   cmd->footer(
       "SCORE is the weight-averaged fraction of speed of light of the iteration's best candidate\n"
-      "among those correct on every workload they were evaluated on.\n"
+      "among those correct on every workload they were evaluated on; SO FAR is the campaign's best\n"
+      "after the iteration. OUTCOMES: C compile error, X incorrect or crashed, I integrity\n"
+      "rejection, S slower / F faster than the parent, K correct without comparison, N not\n"
+      "evaluated. KEPT/DROP: optional prompt items kept and dropped by dropout.\n"
       "Example: kopt log 3 --json");
   cmd->callback([opts, &ctx] {
     store::store s = ctx.open_reader();
     const auto c = need_campaign(s, opts->campaign);
     const auto rows = s.iteration_summaries(c.id);
+    // The researcher's columns (kopt::report): outcome classes, the best so
+    // far, dropout, escalations, promotions, spend reported by the source.
+    const auto data = report::load_campaign(s, c.id);
+    const json extra = report::log_json(data);
+    std::map<std::int64_t, const json*> by_number;
+    for (const auto& e : extra) by_number[e["number"].get<std::int64_t>()] = &e;
     if (opts->json) {
       json arr = json::array();
-      for (const auto& r : rows) arr.push_back(to_json(r));
+      for (const auto& r : rows) {
+        json j = to_json(r);
+        if (auto f = by_number.find(r.iteration.number); f != by_number.end()) {
+          const json& e = *f->second;
+          j["candidate_ids"] = e["candidates"];
+          j["outcome_classes"] = e["outcomes"];
+          j["best_full_candidate_id"] = e["best_candidate_id"];
+          j["best_sol_fraction"] = e["best_sol_fraction"];
+          for (const char* k : {"incumbent_id", "incumbent_sol_fraction", "promoted", "gain", "dropout",
+                                "escalations", "elapsed_s", "tokens", "cost_usd"})
+            j[k] = e[k];
+        }
+        arr.push_back(std::move(j));
+      }
       print_json(
           {{"campaign_id", c.id}, {"state", store::to_string(c.state)}, {"iterations", arr}});
       return;
@@ -355,18 +456,44 @@ void register_log(CLI::App& app, context& ctx) {
       return;
     }
     text_table t({"ITER", "STATUS", "STRATEGY", "PARENT", "CANDS", "CERR", "OK", "FAILED", "BEST",
-                  "SCORE", "LLM", "TOKENS", "COST", "TIME"});
+                  "SCORE", "SO FAR", "OUTCOMES", "KEPT/DROP", "LLM", "TOKENS", "COST", "TIME", "EVENTS"});
     for (const auto& r : rows) {
       const auto& it = r.iteration;
       const std::int64_t ok = r.outcomes.contains("ok") ? r.outcomes.at("ok") : 0;
       const std::int64_t skipped = r.outcomes.contains("skipped") ? r.outcomes.at("skipped") : 0;
+      std::string so_far = "-", outcomes, dropout = "-", events;
+      std::int64_t tokens = r.tokens;
+      double cost = r.cost_usd;
+      if (auto f = by_number.find(it.number); f != by_number.end()) {
+        const json& e = *f->second;
+        if (e["incumbent_sol_fraction"].is_number())
+          so_far = fmt_double(e["incumbent_sol_fraction"].get<double>(), 3);
+        // Short codes: C compile error, X incorrect, I integrity, S slower,
+        // F faster, K correct (no comparison), N not evaluated.
+        static const std::pair<const char*, const char*> codes[] = {
+            {"compile_error", "C"}, {"incorrect", "X"}, {"integrity_rejection", "I"}, {"slower", "S"},
+            {"faster", "F"},        {"correct", "K"},   {"not_run", "N"}};
+        for (const auto& [k, code] : codes)
+          if (e["outcomes"].value(k, 0) > 0)
+            outcomes += (outcomes.empty() ? "" : " ") + std::to_string(e["outcomes"].value(k, 0)) + code;
+        if (e["dropout"]["kept"].get<std::int64_t>() + e["dropout"]["dropped"].get<std::int64_t>() > 0)
+          dropout = std::to_string(e["dropout"]["kept"].get<std::int64_t>()) + "/" +
+                    std::to_string(e["dropout"]["dropped"].get<std::int64_t>());
+        if (e.value("promoted", false))
+          events = "promoted +" + fmt_double(e.value("gain", 0.0) * 100, 1) + "%";
+        for (const auto& x : e["escalations"])
+          events += (events.empty() ? "" : ", ") + std::string("escalate: ") + x.get<std::string>();
+        tokens = e.value("tokens", tokens);
+        cost = e.value("cost_usd", cost);
+      }
       t.add({std::to_string(it.number), it.status, it.strategy.empty() ? "-" : it.strategy,
              fmt_opt(it.parent_candidate_id), std::to_string(r.candidates),
              std::to_string(r.compile_errors), std::to_string(ok),
              std::to_string(r.evaluations - ok - skipped), fmt_opt(r.best_candidate_id),
-             fmt_opt(r.best_score, 3), std::to_string(r.llm_calls), std::to_string(r.tokens),
-             "$" + fmt_double(r.cost_usd, 3),
-             it.finished_at ? fmt_duration_ms(*it.finished_at - it.started_at) : "..."});
+             fmt_opt(r.best_score, 3), so_far, outcomes.empty() ? "-" : outcomes, dropout,
+             std::to_string(r.llm_calls), std::to_string(tokens), "$" + fmt_double(cost, 3),
+             it.finished_at ? fmt_duration_ms(*it.finished_at - it.started_at) : "...",
+             events.empty() ? "-" : events});
     }
     t.print(std::cout);
   });

@@ -33,6 +33,7 @@ struct kb_options {
   std::vector<std::string> bottlenecks;
   std::string op;
   std::string arch;
+  std::string kind;
   std::size_t budget = 1500;
   std::size_t limit = 5;
   bool json_out = false;
@@ -76,10 +77,14 @@ json document_json(const kb::document& d) {
     sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
   json refs = json::array();
   for (const auto& r : d.references) refs.push_back(r.target);
-  json j{{"id", d.id},         {"title", d.title},     {"bottlenecks", d.bottlenecks},
+  json j{{"id", d.id},         {"kind", kb::kind_name(d.kind)}, {"title", d.title},     {"bottlenecks", d.bottlenecks},
          {"operators", d.operators}, {"arch", d.arch}, {"tags", d.tags},
          {"file", d.file},     {"content_hash", d.content_hash},
          {"references", refs}, {"sections", sections}};
+  if (d.is_reference()) {
+    j["config"] = d.config;
+    j["config_path"] = d.config_path;
+  }
   if (d.ex)
     j["example"] = json{{"source", d.ex->source},
                         {"plan", d.ex->plan},
@@ -89,7 +94,7 @@ json document_json(const kb::document& d) {
 }
 
 void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
-  CLI::App* cmd = group.add_subcommand("search", "Rank technique documents for a diagnosis or text");
+  CLI::App* cmd = group.add_subcommand("search", "Rank technique and reference documents for a diagnosis or text");
   cmd->add_option("text", o->text, "free text: words and identifiers (cp.async, ldmatrix)");
   cmd->add_option("-b,--bottleneck", o->bottlenecks,
                   "diagnosis class, most important first (repeatable)")
@@ -98,6 +103,9 @@ void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
       ->type_name("CLASS");
   cmd->add_option("--arch", o->arch, "target architecture: drop documents that do not apply")
       ->type_name("SM");
+  cmd->add_option("--kind", o->kind, "only techniques or only reference kernels (default: both)")
+      ->check(CLI::IsMember({"technique", "reference"}))
+      ->type_name("KIND");
   cmd->add_option("--budget", o->budget, "token budget of all snippets (4 chars per token)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -118,6 +126,7 @@ void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
     q.bottlenecks = o->bottlenecks;
     q.operator_class = o->op;
     q.arch = o->arch;
+    q.kind = o->kind;
     for (const auto& t : o->text) q.text += (q.text.empty() ? "" : " ") + t;
     q.budget_tokens = o->budget;
     q.max_documents = o->limit;
@@ -154,7 +163,7 @@ void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
 }
 
 void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
-  CLI::App* cmd = group.add_subcommand("show", "Print one technique document");
+  CLI::App* cmd = group.add_subcommand("show", "Print one knowledge-base document");
   cmd->add_option("id", o->id, "document id (file name without .md)")->required();
   cmd->add_flag("--json", o->json_out, "print the parsed document as JSON");
   cmd->callback([o] {
@@ -174,8 +183,10 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
       return s;
     };
     std::cout << d->title << " [" << d->id << "]\n"
-              << "file:        " << d->file << '\n'
-              << "bottlenecks: " << list(d->bottlenecks) << '\n'
+              << "kind:        " << kb::kind_name(d->kind) << '\n'
+              << "file:        " << d->file << '\n';
+    if (d->is_reference()) std::cout << "config:      " << d->config_path << '\n';
+    std::cout << "bottlenecks: " << list(d->bottlenecks) << '\n'
               << "operators:   " << list(d->operators) << '\n'
               << "arch:        " << list(d->arch) << '\n'
               << "tags:        " << list(d->tags) << "\n\n";
@@ -184,7 +195,7 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
 }
 
 void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status& status) {
-  CLI::App* cmd = group.add_subcommand("lint", "Validate every technique document");
+  CLI::App* cmd = group.add_subcommand("lint", "Validate every knowledge-base document (techniques and references)");
   cmd->add_flag("--json", o->json_out, "print the diagnostics as JSON on stdout");
   cmd->add_flag("--compile", o->compile,
                 "also compile each Example with NVRTC (default parameter values; worker build)");
@@ -217,6 +228,9 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
         std::cerr << "kopt: " << worker << " not found; compiling in this process\n";
       }
       for (const auto& d : lr.documents) {
+        // A reference's kernels live in its operator config, which `kopt eval`
+        // compile-checks (and checks on a GPU); it has no Example to compile.
+        if (d.is_reference()) continue;
         const kb::compile_outcome c = kb::compile_example(d, o->compile_arch, comp.get());
         if (!c.ok) ++compile_failures;
         const int line = d.ex ? d.ex->source_line : 0;
@@ -281,9 +295,9 @@ void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
   group->require_subcommand(1);
   group->fallthrough();
   group->add_option("--kb-dir", o->dirs,
-                 "extra directory of technique documents (repeatable; added to kopt's own)")
+                 "extra directory of documents (repeatable; added to kopt's own)")
       ->type_name("DIR");
-  group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own technique documents");
+  group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own documents (techniques and references)");
   add_search(*group, o);
   add_show(*group, o);
   add_lint(*group, o, status);

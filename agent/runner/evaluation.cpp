@@ -18,7 +18,72 @@ double median_of(const subject_result& r) {
 // Launch overhead dominates below about 10 us on current GPUs.
 constexpr double launch_bound_ns = 10000.0;
 
+// The diagnosis of one ok row: timing, roofline and peaks always; counters,
+// function attributes and spills when the worker collected them.
+json diagnose_row(const config::operator_config& op, const config::workload& w, const evaluation_report& rep,
+                  const std::string& role, const workload_row& row, const std::optional<harness::gpu_peaks>& peaks) {
+  harness::diagnosis_input in;
+  in.median_ns = row.median_ns;
+  try {
+    const auto c = harness::roofline_for(op, w);
+    in.roofline_bytes = c.bytes;
+    in.roofline_flops = c.flops;
+  } catch (const std::exception&) {
+    // a roofline that does not evaluate leaves those parts of the diagnosis out
+  }
+  if (peaks) {
+    in.peak_bytes_per_s = peaks->dram_bytes_per_s;
+    if (auto it = peaks->flops_per_s.find(op.roof.flop_unit); it != peaks->flops_per_s.end())
+      in.peak_flops_per_s = it->second;
+  }
+  if (row.sol_fraction) in.sol_fraction = *row.sol_fraction;
+  in.sm_count = rep.device.value("sm_count", 0);
+  in.max_threads_per_sm = rep.device.value("max_threads_per_sm", 2048);
+  const json counters = row.detail.value("counters", json::object());
+  if (counters.contains("metrics"))
+    for (const auto& [k, v] : counters.at("metrics").items())
+      if (v.is_number()) in.metrics[k] = v.get<double>();
+  const json attrs = counters.value("attributes", json::object());
+  json kernels_meta = json::object();
+  if (auto it = rep.compiled.find(role); it != rep.compiled.end())
+    kernels_meta = it->second.value("compile", json::object()).value("kernels", json::object());
+  for (const auto& l : row.detail.value("launches", json::array())) {
+    harness::diagnosis_input::launch x;
+    x.kernel = l.value("kernel", "");
+    auto prod = [](const json& v) {
+      std::int64_t p = 1;
+      if (v.is_array())
+        for (const auto& e : v) p *= std::max<std::int64_t>(e.get<std::int64_t>(), 1);
+      return p;
+    };
+    x.blocks = prod(l.value("grid", json::array()));
+    x.threads_per_block = prod(l.value("block", json::array()));
+    x.blocks_per_sm = l.value("occupancy_blocks_per_sm", 0);
+    const json a = attrs.value(x.kernel, json::object());
+    x.registers = a.value("registers", 0);
+    x.local_bytes = a.value("local_bytes", std::int64_t{0});
+    const json km = kernels_meta.value(x.kernel, json::object());
+    x.spill_bytes = km.value("spill_store_bytes", std::int64_t{0}) + km.value("spill_load_bytes", std::int64_t{0});
+    in.launches.push_back(x);
+  }
+  return harness::diagnose(in).to_json();
+}
+
 }  // namespace
+
+std::optional<harness::gpu_peaks> calibrated_peaks(const std::optional<harness::gpu_peaks>& datasheet,
+                                                   const json& calibration) {
+  if (!calibration.is_object()) return std::nullopt;
+  const double bw = calibration.value("dram_bytes_per_s", 0.0);
+  const double mma = calibration.value("bf16_tensor_flops_per_s", 0.0);
+  if (bw <= 0 && mma <= 0) return std::nullopt;
+  harness::gpu_peaks p = datasheet.value_or(harness::gpu_peaks{});
+  if (p.name.empty()) p.name = "measured";
+  p.source = "calibrated";
+  if (bw > 0) p.dram_bytes_per_s = bw;
+  if (mma > 0) p.flops_per_s["bf16_tensor"] = mma;
+  return p;
+}
 
 evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
                              const std::string& role, const std::optional<harness::gpu_peaks>& peaks,
@@ -76,6 +141,15 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       }
     }
     if (row.status == "ok") {
+      if (const auto cal = calibrated_peaks(peaks, rep.calibration); cal && row.median_ns > 0) {
+        try {
+          const auto sc = harness::speed_of_light(harness::roofline_for(op, w), op.roof.flop_unit, *cal, row.median_ns);
+          row.sol_calibrated = sc.to_json();
+        } catch (const std::exception&) {
+        }
+      }
+      row.counters = r.detail.value("counters", json());
+      row.diagnosis = diagnose_row(op, w, rep, role, row, peaks);
       ++s.ok;
       if (row.sol_fraction) wsol += w.weight * *row.sol_fraction;
       auto other = [&](const std::string& who) -> std::optional<double> {
@@ -110,7 +184,8 @@ json evaluation_summary::to_json() const {
                       {"samples", r.samples}, {"stop_reason", r.stop_reason},
                       {"sol_fraction", opt(r.sol_fraction)}, {"speedup_vs_baseline", opt(r.speedup_vs_baseline)},
                       {"speedup_vs_reference", opt(r.speedup_vs_reference)}, {"launch_bound", r.launch_bound},
-                      {"sol", r.sol}});
+                      {"sol", r.sol}, {"sol_calibrated", r.sol_calibrated}, {"counters", r.counters},
+                      {"diagnosis", r.diagnosis}});
   return {{"role", role}, {"status", overall_status}, {"workloads_ok", ok}, {"workloads", rows.size()},
           {"weighted_sol_fraction", weighted_sol_fraction},
           {"weighted_speedup_vs_baseline", opt(weighted_speedup_vs_baseline)},

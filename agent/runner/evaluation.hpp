@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/operator.hpp"
+#include "core/diagnosis.hpp"
 #include "core/roofline.hpp"
 #include "runner/worker_client.hpp"
 
@@ -32,7 +33,11 @@ struct workload_row {
   std::optional<double> speedup_vs_reference;
   bool launch_bound = false;
   nlohmann::json sol = nlohmann::json::object();
+  // Speed of light against the worker's calibrated peaks (when it measured them).
+  nlohmann::json sol_calibrated = nlohmann::json::object();
   nlohmann::json detail = nlohmann::json::object();
+  nlohmann::json counters = nlohmann::json();   // the worker's counters pass, if any
+  nlohmann::json diagnosis = nlohmann::json();  // harness::diagnose(), for ok rows
 };
 
 struct evaluation_summary {
@@ -51,6 +56,12 @@ struct evaluation_summary {
 evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
                              const std::string& role, const std::optional<harness::gpu_peaks>& peaks,
                              const std::vector<std::string>& workloads = {});
+
+// Peaks measured by the worker at start (hello "calibration"), layered over
+// the datasheet entry: bandwidth and bf16 tensor rate replaced where
+// measured, source "calibrated". nullopt when nothing was measured.
+std::optional<harness::gpu_peaks> calibrated_peaks(const std::optional<harness::gpu_peaks>& datasheet,
+                                                   const nlohmann::json& calibration);
 
 // A fixed-width table for terminals (one row per workload + totals).
 std::string render_table(const evaluation_summary& s);

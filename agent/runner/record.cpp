@@ -95,6 +95,14 @@ std::map<std::string, store::row_id> record_report(
             status = row.status;
             message = row.message;
             if (row.sol_fraction) e.sol_fraction = *row.sol_fraction;
+            // Counters and diagnosis together, so a reader of the store sees
+            // the evidence beside the conclusion drawn from it.
+            if (!row.counters.is_null() || !row.diagnosis.is_null()) {
+              e.counters = json::object();
+              if (!row.counters.is_null()) e.counters["counters"] = row.counters;
+              if (!row.diagnosis.is_null()) e.counters["diagnosis"] = row.diagnosis;
+              if (!row.sol_calibrated.empty()) e.counters["sol_calibrated"] = row.sol_calibrated;
+            }
             if (row.max_abs_err > 0 || row.status == "ok") {
               e.max_abs_err = row.max_abs_err;
               e.max_rel_err = row.max_rel_err;

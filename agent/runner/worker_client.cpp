@@ -120,6 +120,7 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
   for (int attempt = 0;; ++attempt) {
     start();
     rep.device = hello_.value("device", json::object());
+    rep.calibration = hello_.value("calibration", json());
     json req = request;
     const std::string id = fmt::format("e{}", next_id_++);
     req["type"] = "evaluate";

@@ -46,6 +46,7 @@ struct subject_result {
 
 struct evaluation_report {
   nlohmann::json device = nlohmann::json::object();
+  nlohmann::json calibration = nlohmann::json();  // hello "calibration" (measured peaks)
   std::map<std::string, nlohmann::json> compiled;  // role -> compiled message
   // workload -> role -> result
   std::map<std::string, std::map<std::string, subject_result>> results;

@@ -216,11 +216,43 @@ CREATE INDEX events_by_campaign ON events(campaign_id, created_at);
 CREATE INDEX events_by_kind ON events(kind, created_at);
 )sql";
 
-constexpr std::array<migration, 1> all_steps{{
+// Schema v2: what the daemon (agent/daemon) needs. `submissions` accounts
+// for every file the daemon took from its spool (accepted or rejected) under
+// a unique key, written in the transaction that creates the campaign, so a
+// daemon killed between that commit and moving the file away does not
+// submit it twice. The campaign columns carry a pause/cancel request from
+// the CLI to the daemon (applied at the next checkpoint of a running step)
+// and the daemon's backoff after failed steps (worker crashes).
+constexpr std::string_view schema_v2 = R"sql(
+CREATE TABLE submissions (
+  id          INTEGER PRIMARY KEY,
+  origin      TEXT NOT NULL CHECK (origin IN ('spool','cli')),
+  key         TEXT NOT NULL UNIQUE,
+  path        TEXT NOT NULL,
+  team        TEXT NOT NULL DEFAULT '',
+  status      TEXT NOT NULL CHECK (status IN ('accepted','rejected')),
+  campaign_id INTEGER REFERENCES campaigns(id) ON DELETE SET NULL,
+  error       TEXT,
+  created_at  INTEGER NOT NULL
+);
+CREATE INDEX submissions_by_status ON submissions(status, created_at);
+
+ALTER TABLE campaigns ADD COLUMN requested_action TEXT
+  CHECK (requested_action IS NULL OR requested_action IN ('pause','cancel'));
+ALTER TABLE campaigns ADD COLUMN step_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE campaigns ADD COLUMN not_before INTEGER;
+ALTER TABLE campaigns ADD COLUMN last_error TEXT;
+)sql";
+
+constexpr std::array<migration, 2> all_steps{{
     {1,
      "initial schema: operators, workloads, campaigns, iterations, candidates, "
      "compilations, evaluations, llm_calls, dropout_decisions, events",
      schema_v1},
+    {2,
+     "daemon: submissions (spool accounting), campaign requests (pause/cancel), step "
+     "failures and backoff",
+     schema_v2},
 }};
 
 std::string hex32(std::int64_t v) {

@@ -12,8 +12,11 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string_view> front_matter_keys = {"id",        "title", "bottlenecks",
-                                                         "operators", "arch",  "tags"};
+// In this order; the first six are required, kind and config optional
+// (config is required, and only allowed, with kind: reference).
+const std::vector<std::string_view> front_matter_keys = {
+    "id", "title", "bottlenecks", "operators", "arch", "tags", "kind", "config"};
+constexpr std::size_t required_front_matter_keys = 6;
 
 std::string join(const std::vector<std::string_view>& names) {
   std::string out;
@@ -145,15 +148,36 @@ class parser {
       next_expected = std::max(next_expected, pos + 1);
       value_of(key, value, ln);
     }
-    for (std::string_view key : front_matter_keys) {
-      if (doc_.key_lines.count(std::string(key)) == 0) {
-        error(static_cast<int>(close) + 1, "missing front-matter key '" + std::string(key) + "'");
+    for (std::size_t k = 0; k < required_front_matter_keys; ++k) {
+      const std::string key(front_matter_keys[k]);
+      if (doc_.key_lines.count(key) == 0) {
+        error(static_cast<int>(close) + 1, "missing front-matter key '" + key + "'");
       }
     }
+    if (doc_.is_reference() && doc_.key_lines.count("config") == 0)
+      error(static_cast<int>(close) + 1,
+            "missing front-matter key 'config': a reference names the operator config that "
+            "holds its kernel");
+    if (!doc_.is_reference() && doc_.key_lines.count("config") != 0)
+      error(doc_.key_lines["config"], "'config' is only allowed with 'kind: reference'");
     return close + 1;
   }
 
   void value_of(const std::string& key, const std::string& value, int ln) {
+    if (key == "kind") {
+      if (value == "technique") doc_.kind = document_kind::technique;
+      else if (value == "reference") doc_.kind = document_kind::reference;
+      else error(ln, "unknown kind '" + value + "' (known: technique, reference)");
+      return;
+    }
+    if (key == "config") {
+      if (value.empty() || value.front() == '[') {
+        error(ln, "'config' must be one path to an operator config (relative to the document)");
+        return;
+      }
+      doc_.config = value;
+      return;
+    }
     if (key == "id" || key == "title") {
       if (value.empty()) {
         error(ln, "'" + key + "' is empty");
@@ -291,7 +315,7 @@ class parser {
               "text before the first section is not part of any section and is never retrieved");
 
     // Sections: the required ones, once each, in order; others are warned.
-    const auto& required = section_names();
+    const auto& required = doc_.is_reference() ? reference_section_names() : section_names();
     std::map<std::string, int> seen;
     std::size_t next_expected = 0;
     for (const auto& s : raw) {
@@ -322,13 +346,14 @@ class parser {
       }
       if (text.empty()) error(s.line, "section '## " + s.name + "' is empty");
       doc_.sections.push_back({s.name, std::move(text), s.line});
-      if (s.name == "Example") example_of(s.line, s.fences);
+      if (s.name == "Example" && !doc_.is_reference()) example_of(s.line, s.fences);
     }
     const int last = static_cast<int>(lines_.size());
     for (std::string_view name : required)
       if (seen.count(std::string(name)) == 0)
         error(last, "missing section '## " + std::string(name) + "'");
-    if (lines_.size() < 60 || lines_.size() > 150)
+    // References are short by design (their code lives in the config).
+    if (!doc_.is_reference() && (lines_.size() < 60 || lines_.size() > 150))
       warning(0, "document has " + std::to_string(lines_.size()) +
                      " lines; documents are meant to be 60-150 lines");
     references(start);
@@ -632,6 +657,17 @@ const std::vector<std::string_view>& section_names() noexcept {
       "When it helps", "When it hurts", "How to see it in the counters", "How", "Example",
       "Pitfalls"};
   return v;
+}
+
+const std::vector<std::string_view>& reference_section_names() noexcept {
+  static const std::vector<std::string_view> v = {
+      "What it computes", "Techniques", "When to use it", "How to see it in the counters",
+      "Measured"};
+  return v;
+}
+
+std::string_view kind_name(document_kind k) noexcept {
+  return k == document_kind::reference ? "reference" : "technique";
 }
 
 bool is_bottleneck_class(std::string_view name) noexcept {

@@ -1,9 +1,14 @@
-// Technique documents of the knowledge base: the model of one parsed
-// document and its strict parser. A document is a Markdown file with a small
-// YAML-like front matter (id, title, bottlenecks, operators, arch, tags; one
-// key per line, flow lists only) and six fixed sections (When it helps, When
-// it hurts, How to see it in the counters, How, Example, Pitfalls); the
-// Example section carries one ```cuda candidate and one ```json launch plan.
+// Documents of the knowledge base: the model of one parsed document and its
+// strict parser. A document is a Markdown file with a small YAML-like front
+// matter (id, title, bottlenecks, operators, arch, tags, and optionally kind
+// and config; one key per line, flow lists only) and fixed sections. Two
+// kinds: a technique (the default) has six sections (When it helps, When it
+// hurts, How to see it in the counters, How, Example, Pitfalls) and its
+// Example carries one ```cuda candidate and one ```json launch plan; a
+// reference describes a complete, measured kernel whose code lives in an
+// operator config beside it (`config:`, checked on the GPU by `kopt eval`),
+// with the sections What it computes, Techniques, When to use it, How to see
+// it in the counters, Measured.
 // The parser never throws on bad content: every problem is a diagnostic with
 // file:line, so `kopt kb lint` can list all of them at once, and a document
 // is returned only when it has no errors. The vocabularies (bottleneck and
@@ -40,8 +45,13 @@ const std::vector<std::string_view>& bottleneck_classes() noexcept;
 const std::vector<std::string_view>& operator_classes() noexcept;
 // Architectures a document may name as its lowest target.
 const std::vector<std::string_view>& arch_names() noexcept;
-// Section headings, in the order a document must have them.
+// Section headings, in the order a technique must have them.
 const std::vector<std::string_view>& section_names() noexcept;
+// Section headings, in the order a reference must have them.
+const std::vector<std::string_view>& reference_section_names() noexcept;
+
+enum class document_kind { technique, reference };
+std::string_view kind_name(document_kind k) noexcept;
 
 bool is_bottleneck_class(std::string_view name) noexcept;
 bool is_operator_class(std::string_view name) noexcept;
@@ -82,21 +92,28 @@ struct example {
 };
 
 struct document {
+  document_kind kind = document_kind::technique;
   std::string id;
   std::string title;
   std::vector<std::string> bottlenecks;
   std::vector<std::string> operators;
   std::vector<std::string> arch;
   std::vector<std::string> tags;
+  // References only: the operator config holding the kernel, as written
+  // (relative to the document's directory); config_path is it resolved by
+  // the loader (empty when parsed without a directory).
+  std::string config;
+  std::string config_path;
   std::string file;                 // path as given to the parser
   std::map<std::string, int> key_lines;  // front-matter key -> line
   std::vector<section> sections;    // in file order
   std::vector<cross_reference> references;
-  std::optional<example> ex;        // always set for a document without errors
+  std::optional<example> ex;        // set for every technique without errors; never for a reference
   std::string body;                 // everything after the front matter
   std::string content_hash;         // SHA-256 of the file's bytes
 
   const section* find_section(std::string_view name) const noexcept;
+  bool is_reference() const noexcept { return kind == document_kind::reference; }
   int line_of(std::string_view key) const noexcept;
 };
 

@@ -146,8 +146,15 @@ const std::vector<std::string>& default_snippet_sections() {
   return v;
 }
 
+const std::vector<std::string>& default_reference_snippet_sections() {
+  static const std::vector<std::string> v = {"What it computes", "Techniques", "When to use it",
+                                             "Measured", "How to see it in the counters"};
+  return v;
+}
+
 json snippet::to_json() const {
   return json{{"id", id},
+              {"kind", kind},
               {"title", title},
               {"tokens", tokens},
               {"sections", sections},
@@ -173,8 +180,12 @@ std::optional<snippet> make_snippet(const document& d, const std::vector<std::st
   // The id in the heading is what a prompt (and dropout records) refer to.
   snippet s;
   s.id = d.id;
+  s.kind = std::string(kind_name(d.kind));
   s.title = d.title;
-  s.text = "### " + d.title + " [kb:" + d.id + "]\n";
+  // A reference says it is one, so the model reads it as a worked kernel
+  // rather than a recipe.
+  s.text = "### " + std::string(d.is_reference() ? "Reference kernel: " : "") + d.title + " [kb:" +
+           d.id + "]\n";
   const std::size_t max_bytes = max_tokens * 4;
   if (s.text.size() >= max_bytes) return std::nullopt;
   const std::string marker = "[...]\n";
@@ -280,6 +291,8 @@ retrieval index::retrieve(const query& q) const {
     target = arch_version::parse(q.arch);
     if (!target) throw kopt::error("malformed architecture '" + q.arch + "' (expected sm_90a, sm_80, ...)");
   }
+  if (!q.kind.empty() && q.kind != "technique" && q.kind != "reference")
+    throw kopt::error("unknown document kind '" + q.kind + "' (known: technique, reference)");
 
   std::map<std::string, double> text_scores;
   const bool has_text = !prose_query(q.text).empty() || !ident_query(q.text).empty();
@@ -297,6 +310,7 @@ retrieval index::retrieve(const query& q) const {
   const auto n = static_cast<double>(q.bottlenecks.size());
   for (const auto& d : docs_) {
     if (target && !arch_applies(d.arch, *target)) continue;
+    if (!q.kind.empty() && kind_name(d.kind) != q.kind) continue;
     const auto has_op = [&](std::string_view o) {
       return std::find(d.operators.begin(), d.operators.end(), o) != d.operators.end();
     };
@@ -337,7 +351,9 @@ retrieval index::retrieve(const query& q) const {
   std::size_t taken = 0;
   for (std::size_t i = 0; i < cands.size() && taken < slots; ++i) {
     const std::size_t share = remaining / (slots - taken);
-    auto sn = make_snippet(*cands[i].doc, order, share);
+    auto sn = make_snippet(*cands[i].doc,
+                           cands[i].doc->is_reference() ? default_reference_snippet_sections() : order,
+                           share);
     if (!sn) continue;
     sn->matched_bottlenecks = cands[i].matched;
     sn->operator_exact = cands[i].operator_exact;

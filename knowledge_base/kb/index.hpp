@@ -39,13 +39,16 @@ struct query {
   std::vector<std::string> bottlenecks;  // diagnosis classes, most important first
   std::string operator_class;            // empty: any
   std::string arch;                      // e.g. sm_90a; empty: any
+  std::string kind;                      // "technique" or "reference"; empty: both
   std::string text;                      // free text (words, identifiers such as cp.async)
   std::size_t budget_tokens = 1500;      // for all snippets together
   std::size_t max_documents = 5;
   // A tight budget goes to fewer documents (budget / this, at least one)
   // rather than to a title and two lines of each.
   std::size_t min_tokens_per_document = 150;
-  // Section order inside a snippet; empty: default_snippet_sections().
+  // Section order inside a technique's snippet; empty:
+  // default_snippet_sections(). A reference's snippet always uses
+  // default_reference_snippet_sections() (it has none of these sections).
   std::vector<std::string> sections;
 };
 
@@ -53,8 +56,12 @@ struct query {
 // first, then what goes wrong, then the code, which is long.
 const std::vector<std::string>& default_snippet_sections();
 
+// What it computes, Techniques, When to use it, Measured, counters.
+const std::vector<std::string>& default_reference_snippet_sections();
+
 struct snippet {
   std::string id;
+  std::string kind;                    // "technique" or "reference"
   std::string title;
   std::string text;                    // ready to paste into a prompt
   std::size_t tokens = 0;              // estimate_tokens(text)
@@ -93,8 +100,9 @@ class index {
   index(const index&) = delete;
   index& operator=(const index&) = delete;
 
-  // Throws kopt::error for an unknown bottleneck or operator class or a
-  // malformed architecture (bad input from a caller, not a data outcome).
+  // Throws kopt::error for an unknown bottleneck or operator class, a
+  // malformed architecture or an unknown kind (bad input from a caller, not
+  // a data outcome).
   retrieval retrieve(const query& q) const;
 
   // Full-text search alone, best first; empty for text with no usable word.

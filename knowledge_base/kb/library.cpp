@@ -70,6 +70,19 @@ load_result load_directories(const std::vector<fs::path>& dirs) {
       parse_result pr = parse_document(text, f.string(), f.stem().string());
       r.diagnostics.insert(r.diagnostics.end(), pr.diagnostics.begin(), pr.diagnostics.end());
       if (!pr.doc) continue;
+      if (pr.doc->is_reference()) {
+        // A reference is only useful with its kernel: a config that moved or
+        // was misspelled makes the document invalid, like a broken example.
+        const fs::path cfg = (f.parent_path() / pr.doc->config).lexically_normal();
+        if (!fs::is_regular_file(cfg, ec)) {
+          r.diagnostics.push_back({diagnostic::severity::error, f.string(),
+                                   pr.doc->line_of("config"),
+                                   "config '" + pr.doc->config + "' does not exist (looked for " +
+                                       cfg.string() + ")"});
+          continue;
+        }
+        pr.doc->config_path = cfg.string();
+      }
       const int line = pr.doc->line_of("id");
       const auto [it, inserted] = ids.emplace(pr.doc->id, origin{f.string(), line});
       if (!inserted) {
@@ -104,15 +117,17 @@ load_result load_directories(const std::vector<fs::path>& dirs) {
   return r;
 }
 
-fs::path builtin_directory() {
+namespace {
+
+fs::path find_builtin(const std::string& sub) {
   std::vector<fs::path> tries;
   if (const char* d = std::getenv("KOPT_DATA_DIR"); d != nullptr && *d != '\0')
-    tries.emplace_back(fs::path(d) / "knowledge_base/techniques");
+    tries.emplace_back(fs::path(d) / "knowledge_base" / sub);
   if (std::string_view(KOPT_SOURCE_DIR).size() != 0)
-    tries.emplace_back(fs::path(KOPT_SOURCE_DIR) / "knowledge_base/techniques");
+    tries.emplace_back(fs::path(KOPT_SOURCE_DIR) / "knowledge_base" / sub);
   try {
     const fs::path exe = fs::path(self_executable()).parent_path();
-    tries.emplace_back(exe / "../share/kopt/knowledge_base/techniques");
+    tries.emplace_back(exe / "../share/kopt/knowledge_base" / sub);
   } catch (const std::exception&) {
     // No /proc/self/exe: the other locations still apply.
   }
@@ -122,6 +137,12 @@ fs::path builtin_directory() {
   }
   return {};
 }
+
+}  // namespace
+
+fs::path builtin_directory() { return find_builtin("techniques"); }
+
+fs::path builtin_reference_directory() { return find_builtin("references"); }
 
 std::vector<fs::path> directories(const std::vector<fs::path>& extra, bool with_builtin) {
   std::vector<fs::path> out;
@@ -133,8 +154,8 @@ std::vector<fs::path> directories(const std::vector<fs::path>& extra, bool with_
     if (seen.insert(key).second) out.push_back(p);
   };
   if (with_builtin) {
-    const fs::path b = builtin_directory();
-    if (!b.empty()) add(b);
+    for (const fs::path& b : {builtin_directory(), builtin_reference_directory()})
+      if (!b.empty()) add(b);
   }
   for (const auto& p : extra) add(p);
   return out;

@@ -25,6 +25,8 @@ struct load_result {
 
 // Reads every `*.md` except README.md in each directory (not recursive), in
 // name order. A missing directory is an error diagnostic, not an exception.
+// A reference document's `config` must name an existing file relative to the
+// document's directory (resolved into document::config_path).
 load_result load_directories(const std::vector<std::filesystem::path>& directories);
 
 // kopt's bundled technique documents: $KOPT_DATA_DIR/knowledge_base/techniques,
@@ -33,8 +35,13 @@ load_result load_directories(const std::vector<std::filesystem::path>& directori
 // when none exists.
 std::filesystem::path builtin_directory();
 
-// The built-in directory (unless `with_builtin` is false) followed by the
-// user's extra directories, duplicates removed.
+// kopt's bundled reference kernels (knowledge_base/references), found the
+// same way; empty when none exists.
+std::filesystem::path builtin_reference_directory();
+
+// The built-in directories, techniques then references (unless
+// `with_builtin` is false), followed by the user's extra directories,
+// duplicates removed.
 std::vector<std::filesystem::path> directories(const std::vector<std::filesystem::path>& extra,
                                                bool with_builtin = true);
 

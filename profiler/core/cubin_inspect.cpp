@@ -10,6 +10,16 @@
 namespace kopt::harness {
 namespace {
 
+// Constant tables that CUDA's math library places in .nv.global.init (the
+// Payne-Hanek reduction table of sinf/cosf/tanf and its double twin, the
+// sin/cos coefficient table): read-only in practice, never state. Without
+// this, any candidate calling sinf or cosf was refused (seen with the RoPE
+// references of the benchmark suite).
+bool is_math_library_table(std::string_view name) {
+  return name == "__cudart_i2opi_f" || name == "__cudart_i2opi_d" || name == "__cudart_sin_cos_coeffs";
+}
+
+
 // Minimal ELF64 structures (we avoid <elf.h> only to keep the bounds checks
 // in one place; the layouts are the standard ones).
 struct ehdr {
@@ -84,7 +94,8 @@ cubin_facts inspect_cubin(std::string_view b) {
       if (e.shndx >= section_names.size()) continue;  // special indices
       const std::string& sec = section_names[e.shndx];
       // '$'-names are compiler-generated (string literals of printf/assert).
-      if (type == stt_object && name[0] != '$' && (sec == ".nv.global" || sec == ".nv.global.init"))
+      if (type == stt_object && name[0] != '$' && (sec == ".nv.global" || sec == ".nv.global.init") &&
+          !is_math_library_table(name))
         f.writable_globals.push_back(name);
       if (type == stt_func && sec.rfind(".text.", 0) == 0 && (e.info >> 4) == 1 /*GLOBAL*/)
         f.kernels.push_back(name);

@@ -49,6 +49,22 @@ void activity_timer::on_buffer(std::uint8_t* buffer, std::size_t valid) {
   }
 }
 
+void activity_timer::suspend() {
+  if (!enabled_) return;
+  KOPT_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  KOPT_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  std::lock_guard lock(mu_);
+  records_.clear();  // nothing recorded while suspended is a timing sample
+  suspended_ = true;
+}
+
+void activity_timer::resume() {
+  if (!suspended_) return;
+  suspended_ = false;
+  // A failure here would leave timing without a clock: better to fail loudly.
+  KOPT_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
 std::vector<kernel_record> activity_timer::collect() {
   KOPT_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   std::lock_guard lock(mu_);

@@ -27,6 +27,10 @@ class activity_timer {
   // forgets them). Call after the work has finished on the device.
   std::vector<kernel_record> collect();
   std::uint64_t dropped() const noexcept { return dropped_; }
+  // Stops recording kernels (for the counters pass, whose replays are not
+  // samples) and starts again; records collected meanwhile are dropped.
+  void suspend();
+  void resume();
 
   // CUPTI buffer callbacks (public for the C trampolines).
   void on_buffer(std::uint8_t* buffer, std::size_t valid);
@@ -37,6 +41,7 @@ class activity_timer {
   std::vector<kernel_record> records_;
   std::uint64_t dropped_ = 0;
   bool enabled_ = false;
+  bool suspended_ = false;
 };
 
 }  // namespace kopt::harness

@@ -167,7 +167,37 @@ __global__ void kopt_copy(float4* dst, const float4* src, std::int64_t n) {
     dst[i] = src[i];
 }
 
+// Matrix-rate calibration: bf16 mma.sync m16n8k16 with fp32 accumulation,
+// four independent accumulators per warp for ILP. mma.sync is what candidate
+// kernels written without wgmma reach; on Hopper wgmma peaks higher, which is
+// why the datasheet rate stays the speed-of-light bar and this one is shown
+// beside it (docs/methodology.md).
+__global__ void kopt_mma_loop(float* out, int iters) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned a0 = 0x3f803f80u ^ threadIdx.x, a1 = 0x3f803f80u, a2 = 0x3f803f80u, a3 = 0x3f803f80u ^ blockIdx.x;
+  unsigned b0 = 0x3c003c00u, b1 = 0x3c003c00u ^ threadIdx.x;
+  float c[4][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  float acc = 0;
+  for (int j = 0; j < 4; ++j) acc += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+  if (acc == 1.2345e-30f) out[0] = acc;  // keeps the loop; never true in practice
+#endif
+}
+
 }  // namespace
+
+cudaError_t mma_loop(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s) {
+  kopt_mma_loop<<<blocks, threads_per_block, 0, s>>>(out, iters);
+  return cudaGetLastError();
+}
 
 cudaError_t fill_generated(void* dst, std::int64_t n, elem t, const gen_params& p, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;

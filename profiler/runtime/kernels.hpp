@@ -47,5 +47,9 @@ cudaError_t l2_flush(void* buf, std::int64_t bytes, unsigned int value, cudaStre
 const char* l2_flush_kernel_name();
 // Bandwidth calibration: a float4 copy.
 cudaError_t copy_kernel(void* dst, const void* src, std::int64_t bytes, cudaStream_t s);
+// Matrix-rate calibration: every warp runs 4 bf16 m16n8k16 mma.sync per
+// iteration (16384 FLOPs per warp per iteration).
+cudaError_t mma_loop(float* out, int blocks, int threads_per_block, int iters, cudaStream_t s);
+inline constexpr double mma_loop_flops_per_warp_iter = 4.0 * 2 * 16 * 8 * 16;
 
 }  // namespace kopt::harness::kernels

@@ -13,6 +13,11 @@
 #include "compile/compiler.hpp"
 #include "runtime/device.hpp"
 #include "runtime/evaluator.hpp"
+#include "counters/metrics.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <cupti_target.h>
 
 namespace {
 
@@ -26,6 +31,86 @@ void emit(const nlohmann::json& j) {
   std::cout.flush();
 }
 
+// Measured peaks, once per GPU (UUID) and driver: a copy kernel for DRAM
+// bandwidth and an mma.sync loop for the bf16 tensor rate. Cached on disk
+// because they do not change between worker starts; KOPT_WORKER_CALIBRATE=0
+// skips them (tests that restart workers often).
+nlohmann::json calibration_at_start(kopt::harness::evaluator& ev, const kopt::harness::device_info& dev) {
+  if (const char* c = std::getenv("KOPT_WORKER_CALIBRATE"); c && std::string(c) == "0")
+    return {{"skipped", "KOPT_WORKER_CALIBRATE=0"}};
+  const auto dir = kopt::counters::default_cache_dir().parent_path() / "calibration";
+  const auto file = dir / (dev.uuid + "-" + dev.driver_version + ".json");
+  if (std::ifstream in(file); in) {
+    try {
+      auto j = nlohmann::json::parse(in);
+      j["cached"] = true;
+      return j;
+    } catch (const std::exception&) {
+      // damaged: measure again
+    }
+  }
+  try {
+    auto j = ev.calibrate();
+    j["uuid"] = dev.uuid;
+    j["driver_version"] = dev.driver_version;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const auto tmp = file.string() + ".tmp";
+    { std::ofstream out(tmp); out << j.dump(2) << '\n'; }
+    std::filesystem::rename(tmp, file, ec);
+    j["cached"] = false;
+    return j;
+  } catch (const std::exception& e) {
+    return {{"error", e.what()}};
+  }
+}
+
+// `kopt-worker metrics`: the CUPTI host API needs no GPU, so metric lists can
+// be checked (and pass counts known) anywhere.
+int metrics_main(std::string chip, const std::string& tier, const std::string& list, bool all) {
+  try {
+    if (chip.empty()) {
+      if (kopt::harness::device_count() == 0) {
+        std::cerr << "kopt-worker metrics: no GPU here; name the chip with --chip (e.g. GH100)\n";
+        return 2;
+      }
+      CUpti_Device_GetChipName_Params cp{};
+      cp.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+      cp.deviceIndex = 0;
+      if (cuptiDeviceGetChipName(&cp) != CUPTI_SUCCESS || !cp.pChipName) {
+        std::cerr << "kopt-worker metrics: CUPTI cannot name this GPU's chip; pass --chip\n";
+        return 2;
+      }
+      chip = cp.pChipName;
+    }
+    kopt::counters::metric_catalog cat(chip);
+    if (all) {
+      nlohmann::json j = {{"chip", chip}, {"base_metrics", cat.base_metrics()}};
+      std::cout << j.dump(2) << '\n';
+      return 0;
+    }
+    std::vector<std::string> names;
+    if (!list.empty()) {
+      std::stringstream ss(list);
+      for (std::string n; std::getline(ss, n, ',');)
+        if (!n.empty()) names.push_back(n);
+    } else {
+      names = kopt::counters::tier_metrics(kopt::counters::parse_tier(tier));
+    }
+    const auto infos = cat.describe(names);
+    const auto cfg = cat.configure(names, {});
+    nlohmann::json m = nlohmann::json::array();
+    for (const auto& i : infos) m.push_back(i.to_json());
+    std::cout << nlohmann::json{{"chip", chip}, {"tier", list.empty() ? tier : "custom"}, {"passes", cfg.passes},
+                                {"config_image_bytes", cfg.image.size()}, {"metrics", m}}.dump(2)
+              << '\n';
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "kopt-worker metrics: " << e.what() << '\n';
+    return 1;
+  }
+}
+
 int serve(int gpu, const std::string& cache_dir) {
   kopt::harness::device_info dev;
   try {
@@ -37,8 +122,9 @@ int serve(int gpu, const std::string& cache_dir) {
   const kopt::compile::compiler comp(kopt::self_executable(),
                                      cache_dir.empty() ? kopt::compile::default_cache_dir() : std::filesystem::path(cache_dir));
   kopt::harness::evaluator ev(dev, comp, emit);
+  const nlohmann::json calibration = calibration_at_start(ev, dev);
   emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", true}, {"device", dev.to_json()},
-        {"worker_version", KOPT_VERSION}});
+        {"calibration", calibration}, {"worker_version", KOPT_VERSION}});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -85,7 +171,19 @@ int main(int argc, char** argv) {
   std::string out_file;
   compile_cmd->add_option("--out", out_file, "where to write the cubin")->required();
   auto* info_cmd = app.add_subcommand("info", "print the device as JSON and exit (77 when there is none)");
+  auto* metrics_cmd = app.add_subcommand(
+      "metrics", "describe CUPTI metrics and their replay pass count for a chip (no GPU needed with --chip)");
+  std::string chip, tier = "default", metric_list;
+  bool list_all = false;
+  metrics_cmd->add_option("--chip", chip, "chip name as CUPTI spells it (GH100 for H100/H200); default: GPU 0's");
+  metrics_cmd->add_option("--tier", tier, "default (cheap, ~2 passes on GH100) or full (speed-of-light set)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "full"}));
+  metrics_cmd->add_option("--metrics", metric_list, "comma-separated metric names instead of a tier");
+  metrics_cmd->add_flag("--list", list_all, "list every base metric of the chip");
   CLI11_PARSE(app, argc, argv);
+
+  if (*metrics_cmd) return metrics_main(chip, tier, metric_list, list_all);
 
   if (*compile_cmd) return kopt::compile::compile_child_main(out_file);
   if (*info_cmd) {

@@ -215,3 +215,54 @@ TEST(Autotune, SeededLocalSearchForLargeSpaces) {
 
 }  // namespace
 }  // namespace kopt::campaign
+
+namespace kopt::campaign {
+namespace {
+
+// The LLM source's prompt comes from kopt's templates: measured parent ->
+// "revise" with the measurements, the diagnosis of the heaviest workloads
+// and the snippets that survived dropout; never-measured parent -> "first";
+// a request for a new algorithm -> "broaden".
+TEST(ComposePrompt, RendersTemplatesWithDiagnosisAndSnippets) {
+  const auto op = test::load_op(test::operator_json());
+  prompt_setup setup;
+  setup.gpu.name = "H200";
+  setup.gpu.sm_count = 132;
+  setup.gpu.dram_bytes_per_s = 4.8e12;
+  setup.template_dir = std::filesystem::path(KOPT_SOURCE_DIR) / "prompts/templates";
+  prompt_context ctx;
+  ctx.op = &op;
+  ctx.iteration = 3;
+  ctx.parent = op.seed ? op.seed->to_json() : op.reference.to_json();
+  ctx.parent_id = 7;
+  auto first = compose_prompt(ctx, setup);
+  EXPECT_EQ(first.template_name, "first");
+  EXPECT_FALSE(first.system.empty());
+
+  for (const auto& w : op.workloads) {
+    workload_result r;
+    r.status = "ok";
+    r.median_ns = 12345;
+    r.sol_fraction = 0.42;
+    r.diagnosis = {{"primary", "memory-bound-far-from-peak"},
+                   {"findings", json::array({{{"class", "memory-bound-far-from-peak"}, {"severity", 0.6},
+                                               {"summary", "DRAM bandwidth only 31% of peak"}}})}};
+    ctx.parent_results[w.id] = r;
+  }
+  ctx.items.push_back({"snippet:vector-loads", "snippet", "Vector loads\nUse 16-byte loads.", true});
+  ctx.items.push_back({"history:c3", "history", "tried BLOCK=512: slower", true});
+  const auto rev = compose_prompt(ctx, setup);
+  EXPECT_EQ(rev.template_name, "revise");
+  EXPECT_NE(rev.user.find("DRAM bandwidth only 31% of peak"), std::string::npos) << rev.user;
+  EXPECT_NE(rev.user.find("memory-bound-far-from-peak"), std::string::npos);
+  EXPECT_NE(rev.user.find("Use 16-byte loads."), std::string::npos);
+  EXPECT_NE(rev.user.find("tried BLOCK=512"), std::string::npos);
+  EXPECT_NE(std::find(rev.present_items.begin(), rev.present_items.end(), "snippet:vector-loads"),
+            rev.present_items.end());
+
+  ctx.different_algorithm = true;
+  EXPECT_EQ(compose_prompt(ctx, setup).template_name, "broaden");
+}
+
+}  // namespace
+}  // namespace kopt::campaign

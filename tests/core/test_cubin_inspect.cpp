@@ -137,6 +137,22 @@ extern "C" __global__ void poly(const float* x, float* y) {
   EXPECT_TRUE(f.problems().empty()) << joined(f.problems());
 }
 
+TEST(CubinInspect, MathLibraryTablesOfSinCosAreNotState) {
+  // sinf/cosf with full range reduction pull in __cudart_i2opi_f, a table
+  // the math library keeps in .nv.global.init; a candidate using them is
+  // honest. A variable of its own next to them is still reported.
+  const auto f = inspect_cubin(compile_ok(R"(
+__device__ int mine;
+extern "C" __global__ void rope(const float* x, float* y) {
+  float s, c;
+  sincosf(x[threadIdx.x] * 1000.0f, &s, &c);
+  y[threadIdx.x] = s + cosf(x[threadIdx.x] * 3000.0f) + c + (float)mine;
+}
+)"));
+  EXPECT_FALSE(has(f.writable_globals, "__cudart_i2opi_f")) << joined(f.writable_globals);
+  EXPECT_TRUE(has(f.writable_globals, "mine")) << joined(f.writable_globals);
+}
+
 TEST(CubinInspect, ProblemsFromHandBuiltFacts) {
   cubin_facts f;
   f.undefined_functions = {"__nv_aligned_device_malloc", "some_extern_fn", "vprintf"};

@@ -56,7 +56,7 @@ TEST(StoreOpen, FreshDatabaseIsMigratedWithPragmas) {
   auto s = ks::store::open(path);
   auto& db = s.db();
   EXPECT_EQ(db.pragma_int("user_version"), ks::schema_version());
-  EXPECT_EQ(ks::schema_version(), 1);
+  EXPECT_EQ(ks::schema_version(), 2);
   EXPECT_EQ(db.pragma_int("application_id"), ks::application_id);
   EXPECT_EQ(db.pragma_int("application_id"), 0x6B6F7074);
   EXPECT_EQ(db.pragma_text("journal_mode"), "wal");
@@ -65,7 +65,7 @@ TEST(StoreOpen, FreshDatabaseIsMigratedWithPragmas) {
   EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations WHERE version = 1"), 1);
   for (const char* t :
        {"operators", "workloads", "campaigns", "iterations", "candidates", "compilations",
-        "evaluations", "llm_calls", "dropout_decisions", "events"}) {
+        "evaluations", "llm_calls", "dropout_decisions", "events", "submissions"}) {
     EXPECT_TRUE(has_table(db, t)) << t;
   }
   EXPECT_FALSE(s.read_only());
@@ -81,7 +81,7 @@ TEST(StoreOpen, ReopenIsIdempotentAndKeepsData) {
   {
     auto s = ks::store::open(path);
     EXPECT_EQ(s.db().pragma_int("user_version"), ks::schema_version());
-    EXPECT_EQ(count_rows(s.db(), "SELECT count(*) FROM schema_migrations"), 1);
+    EXPECT_EQ(count_rows(s.db(), "SELECT count(*) FROM schema_migrations"), ks::schema_version());
     auto events = s.events_of(std::nullopt);
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].message, "first open");
@@ -89,7 +89,7 @@ TEST(StoreOpen, ReopenIsIdempotentAndKeepsData) {
   // Migrating an up-to-date database again is a no-op.
   ks::database db(path, ks::database::open_mode::read_write);
   ks::migrate(db, ks::migrations());
-  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations"), ks::schema_version());
 }
 
 TEST(StoreOpen, RefusesNewerSchemaVersion) {
@@ -135,26 +135,29 @@ TEST(StoreOpen, FailingMigrationStepLeavesPreviousVersion) {
   { auto s = ks::store::open(path); }
 
   std::vector<ks::migration> steps(ks::migrations().begin(), ks::migrations().end());
-  steps.push_back({2, "bad step",
-                   "CREATE TABLE added_by_v2(x INTEGER);"
-                   "INSERT INTO added_by_v2 VALUES (1);"
+  // A step after the last real one (the current version + 1).
+  const int cur = ks::schema_version();
+  const int next = cur + 1;
+  steps.push_back({next, "bad step",
+                   "CREATE TABLE added_by_next(x INTEGER);"
+                   "INSERT INTO added_by_next VALUES (1);"
                    "INSERT INTO no_such_table VALUES (1);"});
   ks::database db(path, ks::database::open_mode::read_write);
   const std::string msg = error_of([&] { ks::migrate(db, steps); });
-  EXPECT_NE(msg.find("migration to schema version 2 failed"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("stays at version 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("migration to schema version " + std::to_string(next) + " failed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("stays at version " + std::to_string(cur)), std::string::npos) << msg;
   EXPECT_NE(msg.find("no_such_table"), std::string::npos) << msg;
-  EXPECT_EQ(db.pragma_int("user_version"), 1);
-  EXPECT_FALSE(has_table(db, "added_by_v2"));
-  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(db.pragma_int("user_version"), cur);
+  EXPECT_FALSE(has_table(db, "added_by_next"));
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations"), cur);
   EXPECT_FALSE(db.in_transaction());
 
-  // A correct step 2 then applies on the same connection.
-  steps.back() = {2, "good step", "CREATE TABLE added_by_v2(x INTEGER);"};
+  // A correct next step then applies on the same connection.
+  steps.back() = {next, "good step", "CREATE TABLE added_by_next(x INTEGER);"};
   ks::migrate(db, steps);
-  EXPECT_EQ(db.pragma_int("user_version"), 2);
-  EXPECT_TRUE(has_table(db, "added_by_v2"));
-  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations WHERE version = 2"), 1);
+  EXPECT_EQ(db.pragma_int("user_version"), next);
+  EXPECT_TRUE(has_table(db, "added_by_next"));
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations WHERE version = " + std::to_string(next)), 1);
 }
 
 TEST(StoreOpen, FailingFirstStepLeavesEmptyFile) {
@@ -183,7 +186,7 @@ TEST(StoreOpen, ReadOnlyOpenRules) {
 
   // A reader refuses a database that still needs migrating.
   ks::database db(path, ks::database::open_mode::read_only);
-  const std::string older = error_of([&] { ks::check_compatible(db, 2); });
+  const std::string older = error_of([&] { ks::check_compatible(db, ks::schema_version() + 1); });
   EXPECT_NE(older.find("older than this kopt"), std::string::npos) << older;
 
   // And an empty file.

@@ -1,0 +1,52 @@
+// The daemon's read-only HTTP endpoint (cpp-httplib), loopback by default:
+//   GET /health               200 {"state":"ready",...}; 503 with the same JSON
+//                             while starting (migrations, worker handshake) or stopping
+//   GET /metrics              Prometheus text format 0.0.4
+//   GET /api/daemon           the daemon's status (GPUs, active steps, limits)
+//   GET /api/campaigns        every campaign, newest first (JSON)
+//   GET /api/campaigns/ID     one campaign with its recent events
+//   GET /                     a small dashboard (HTML + fetch of /api/campaigns)
+// Handlers never touch scheduling state: they read the service's status
+// snapshot and open their own read-only store connection, which in WAL mode
+// never blocks the daemon's writers.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "store/store.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace kopt::daemon {
+
+class service;
+
+// Builders, shared with tests.
+std::string metrics_text(store::store& reader, const nlohmann::json& status);
+nlohmann::json campaigns_json(store::store& reader,
+                              std::optional<store::row_id> only = std::nullopt);
+const char* dashboard_html();
+
+class http_api {
+ public:
+  explicit http_api(const service& svc);
+  ~http_api();
+  // Binds (port 0: any free port) and serves on a thread; returns the port.
+  // Throws kopt::error when the address cannot be bound.
+  int start(const std::string& address, int port);
+  int port() const noexcept { return port_; }
+  void stop();
+
+ private:
+  const service& svc_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace kopt::daemon

@@ -1,0 +1,193 @@
+// The researcher commands of the real `kopt` binary on a campaign store made
+// by the loop with the fake evaluator (tests/report/support.hpp): log and
+// show candidate (old fields kept, new ones added), diff, lineage, export in
+// its three formats, import, report and trace; exit codes on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../report/support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ResearchCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { rs_ = new kopt::test::research_store(); }
+  static void TearDownTestSuite() {
+    delete rs_;
+    rs_ = nullptr;
+  }
+  result kopt(const std::vector<std::string>& args) {
+    std::string cmd = "cd " + quote(dir_.path().string()) + " && " + quote(KOPT_BIN) + " --db " +
+                      quote(rs_->db_path().string());
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " >" + quote((dir_ / "o.txt").string()) + " 2>" + quote((dir_ / "e.txt").string());
+    const int st = std::system(cmd.c_str());
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(dir_ / "o.txt"), slurp(dir_ / "e.txt")};
+  }
+  std::string cid() const { return std::to_string(rs_->f.campaign_id); }
+  static kopt::test::research_store* rs_;
+  kopt::test::temp_dir dir_;
+};
+kopt::test::research_store* ResearchCli::rs_ = nullptr;
+
+TEST_F(ResearchCli, LogKeepsItsFieldsAndAddsTheResearchOnes) {
+  auto r = kopt({"log", cid(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_GE(j["iterations"].size(), 9u);
+  const auto& it1 = j["iterations"][1];
+  for (const char* k :
+       {"candidates", "compile_errors", "outcomes", "best_candidate_id", "best_score", "llm_calls"})
+    EXPECT_TRUE(it1.contains(k)) << k;
+  EXPECT_EQ(it1["candidates"], 3);
+  EXPECT_EQ(it1["outcome_classes"]["compile_error"], 1);
+  EXPECT_EQ(it1["outcome_classes"]["incorrect"], 1);
+  EXPECT_EQ(it1["outcome_classes"]["faster"], 1);
+  EXPECT_EQ(it1["llm_calls"], 1);
+  EXPECT_TRUE(it1["incumbent_sol_fraction"].is_number());
+  EXPECT_TRUE(it1.contains("dropout"));
+  bool escalated = false;
+  for (const auto& it : j["iterations"]) escalated = escalated || !it["escalations"].empty();
+  EXPECT_TRUE(escalated);
+
+  r = kopt({"log", cid()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("SO FAR"), std::string::npos);
+  EXPECT_NE(r.out.find("1C 1X 1F"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("escalate: higher_p"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("promoted"), std::string::npos) << r.out;
+}
+
+TEST_F(ResearchCli, ShowCandidateHasPromptResponseLogsAndCounters) {
+  // The first candidate of iteration 1 is linked to its LLM call and did not compile? Find them.
+  auto r = kopt({"lineage", cid(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json lin = json::parse(r.out);
+  std::int64_t compile_error = 0;
+  for (const auto& n : lin["nodes"])
+    if (n["outcome"] == "compile_error" && !compile_error) compile_error = n["id"];
+  ASSERT_GT(compile_error, 0);
+
+  r = kopt({"show", "candidate", std::to_string(rs_->best), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_TRUE(j.contains("source"));
+  EXPECT_TRUE(j["research"]["is_best"].get<bool>());
+  EXPECT_EQ(j["research"]["outcome"], "faster");
+  EXPECT_FALSE(j["research"]["llm_calls"].empty());
+  EXPECT_NE(j["research"]["llm_calls"][0]["prompt"].get<std::string>().find("Improve this kernel"),
+            std::string::npos);
+  EXPECT_FALSE(j["research"]["iteration"]["dropout"].empty());
+
+  r = kopt({"show", "candidate", std::to_string(rs_->best)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("counters and diagnosis"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("metrics.dram__throughput.avg.pct_of_peak_sustained_elapsed = 61.5"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("diagnosis.bottleneck = memory-bound-far-from-peak"), std::string::npos);
+  EXPECT_NE(r.out.find("--- prompt"), std::string::npos);
+  EXPECT_NE(r.out.find("--- response"), std::string::npos);
+  EXPECT_NE(r.out.find("the campaign's best"), std::string::npos);
+
+  r = kopt({"show", "candidate", std::to_string(compile_error)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("compile log"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("undefined_thing"), std::string::npos);
+  EXPECT_NE(r.out.find("outcome        compile_error"), std::string::npos) << r.out;
+}
+
+TEST_F(ResearchCli, DiffAndLineage) {
+  auto r = kopt({"diff", std::to_string(rs_->seed), std::to_string(rs_->best), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json d = json::parse(r.out);
+  EXPECT_EQ(d["workloads"].size(), 6u);
+  EXPECT_LT(d["weighted_geomean_time_ratio"].get<double>(), 1.0);
+  r = kopt({"diff", std::to_string(rs_->seed), std::to_string(rs_->best)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("+++ candidate " + std::to_string(rs_->best)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weighted geomean speed-up of b over a"), std::string::npos);
+  EXPECT_EQ(kopt({"diff", "1", "99999"}).code, 3);
+  EXPECT_EQ(kopt({"diff", "1"}).code, 2);
+
+  r = kopt({"lineage", cid()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("seed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(rs_->best)), std::string::npos);
+  r = kopt({"lineage", cid(), "--all"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("`-- "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compile_error"), std::string::npos);
+  EXPECT_EQ(kopt({"lineage", "999"}).code, 3);
+}
+
+TEST_F(ResearchCli, ExportImportReportTrace) {
+  auto r = kopt({"export", cid(), "--format", "csv"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("campaign_id,candidate_id", 0), 0u);
+  r = kopt({"export", cid(), "--format", "jsonl", "-o", "c.jsonl"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(slurp(dir_ / "c.jsonl"));
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    EXPECT_TRUE(json::parse(line).contains("candidate_id"));
+    ++lines;
+  }
+  EXPECT_GT(lines, 10);
+  EXPECT_EQ(kopt({"export", cid(), "--format", "flashinfer-trace"}).code, 2);  // needs -o
+  EXPECT_EQ(kopt({"export", cid(), "--format", "xml"}).code, 2);
+  r = kopt({"export", cid(), "--format", "flashinfer-trace", "-o", "fib", "--top", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "fib/definitions/elementwise/vadd.json"));
+  EXPECT_NE(r.out.find("solutions/"), std::string::npos);
+
+  r = kopt({"import", "flashinfer-trace", "fib", "-o", "cfg", "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;  // no reference: a draft
+  json imp = json::parse(r.out);
+  EXPECT_EQ(imp[0]["status"], "draft");
+  fs::create_directories(dir_ / "refs");
+  std::ofstream(dir_ / "refs/vadd.json") << kopt::test::kernel("ref", "out[0] = a[0];").dump();
+  r = kopt({"import", "flashinfer-trace", "fib", "-o", "cfg", "--reference-dir", "refs"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("imported  vadd"), std::string::npos) << r.out;
+  r = kopt({"validate", (dir_ / "cfg/vadd.json").string()});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+
+  r = kopt({"report", cid(), "-o", "r.html"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(dir_ / "r.html");
+  EXPECT_NE(html.find("data-chart=\"lineage\""), std::string::npos);
+  EXPECT_EQ(kopt({"report", cid()}).code, 2);  // -o is required
+
+  r = kopt({"trace", cid(), "-o", "t.json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json t = json::parse(slurp(dir_ / "t.json"));
+  EXPECT_GT(t["traceEvents"].size(), 20u);
+  EXPECT_EQ(kopt({"trace", "999", "-o", "x.json"}).code, 3);
+}
+
+}  // namespace

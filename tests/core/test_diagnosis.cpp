@@ -1,0 +1,141 @@
+// Diagnosis rules on synthetic inputs shaped like what the worker reports
+// for well-understood kernels (GPU tests check the same on real ones).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/diagnosis.hpp"
+
+namespace {
+
+using kopt::harness::diagnose;
+using kopt::harness::diagnosis_input;
+
+bool has(const kopt::harness::diagnosis& d, const std::string& cls) {
+  return std::any_of(d.findings.begin(), d.findings.end(), [&](const auto& f) { return f.cls == cls; });
+}
+
+diagnosis_input h200() {
+  diagnosis_input in;
+  in.sm_count = 132;
+  in.peak_bytes_per_s = 4.8e12;
+  in.peak_flops_per_s = 6.7e13;  // fp32
+  return in;
+}
+
+diagnosis_input::launch grid(std::int64_t blocks, std::int64_t threads, int per_sm) {
+  diagnosis_input::launch l;
+  l.kernel = "k";
+  l.blocks = blocks;
+  l.threads_per_block = threads;
+  l.blocks_per_sm = per_sm;
+  return l;
+}
+
+TEST(Diagnosis, CopyNearPeakIsMemoryBoundNearPeak) {
+  auto in = h200();
+  in.median_ns = 500e3;  // 2 GiB in 0.5 ms = 4.3 TB/s
+  in.roofline_bytes = 2.0 * (1 << 30);
+  in.metrics["dram__bytes_read.sum"] = 1.0 * (1 << 30);
+  in.metrics["dram__bytes_write.sum"] = 1.0 * (1 << 30);
+  in.metrics["gpu__time_duration.sum"] = 500e3;
+  in.launches = {grid(132 * 16, 256, 8)};
+  const auto d = diagnose(in);
+  EXPECT_TRUE(has(d, "memory-bound-near-peak")) << d.to_text();
+  EXPECT_FALSE(has(d, "compute-bound"));
+  EXPECT_NEAR(d.derived.at("dram_fraction_of_peak").get<double>(), 0.894, 0.01);
+}
+
+TEST(Diagnosis, SlowStreamingKernelIsFarFromPeakWithEvidence) {
+  auto in = h200();
+  in.median_ns = 2e6;  // 1 GiB moved in 2 ms: 11 % of peak
+  in.roofline_bytes = 1.0 * (1 << 30);
+  in.roofline_flops = 1.0 * (1 << 28);
+  in.metrics["dram__bytes_read.sum"] = 0.5 * (1 << 30);
+  in.metrics["dram__bytes_write.sum"] = 0.5 * (1 << 30);
+  in.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] = 80;
+  in.launches = {grid(132 * 64, 256, 8)};
+  const auto d = diagnose(in);
+  EXPECT_EQ(d.primary, "memory-bound-far-from-peak") << d.to_text();
+  const auto& f = d.findings.front();
+  EXPECT_NEAR(f.evidence.at("dram_fraction_of_peak").get<double>(), 0.112, 0.01);
+  EXPECT_NE(f.summary.find("11%"), std::string::npos) << f.summary;
+}
+
+TEST(Diagnosis, BusyFmaPipeIsComputeBound) {
+  auto in = h200();
+  in.median_ns = 3e6;
+  in.roofline_bytes = 8.0 * (1 << 20);
+  in.roofline_flops = 1.6e11;
+  in.metrics["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"] = 85;
+  in.metrics["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 0;
+  in.metrics["dram__bytes_read.sum"] = 4.0 * (1 << 20);
+  in.metrics["dram__bytes_write.sum"] = 4.0 * (1 << 20);
+  in.launches = {grid(132 * 8, 256, 8)};
+  const auto d = diagnose(in);
+  EXPECT_TRUE(has(d, "compute-bound")) << d.to_text();
+  EXPECT_FALSE(has(d, "memory-bound-far-from-peak"));
+}
+
+TEST(Diagnosis, OneBlockKernelIsLatencyBoundAndUnderFilled) {
+  auto in = h200();
+  in.median_ns = 80e3;
+  in.roofline_bytes = 4096;
+  in.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] = 1.6;
+  in.metrics["sm__cycles_active.avg"] = 1500;
+  in.metrics["sm__cycles_elapsed.avg"] = 150000;
+  in.metrics["dram__bytes_read.sum"] = 4096;
+  in.metrics["dram__bytes_write.sum"] = 0;
+  in.metrics["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"] = 0.5;
+  in.launches = {grid(1, 32, 32)};
+  const auto d = diagnose(in);
+  EXPECT_TRUE(has(d, "latency-bound") || has(d, "occupancy-limited")) << d.to_text();
+  EXPECT_TRUE(has(d, "under-filled-grid")) << d.to_text();
+}
+
+TEST(Diagnosis, ShortKernelIsLaunchBound) {
+  auto in = h200();
+  in.median_ns = 2500;
+  in.roofline_bytes = 8192;
+  in.launches = {grid(1, 256, 8)};
+  const auto d = diagnose(in);
+  EXPECT_EQ(d.primary, "launch-bound") << d.to_text();
+}
+
+TEST(Diagnosis, SpillsAndExcessBytesAreReportedWithNumbers) {
+  auto in = h200();
+  in.median_ns = 1e6;
+  in.roofline_bytes = 1e9;
+  in.metrics["dram__bytes_read.sum"] = 2.5e9;
+  in.metrics["dram__bytes_write.sum"] = 0.5e9;
+  in.metrics["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"] = 1e8;
+  auto l = grid(132 * 8, 256, 4);
+  l.spill_bytes = 96;
+  in.launches = {l};
+  const auto d = diagnose(in);
+  ASSERT_TRUE(has(d, "excess-bytes")) << d.to_text();
+  ASSERT_TRUE(has(d, "register-spills")) << d.to_text();
+  for (const auto& f : d.findings) {
+    if (f.cls == "excess-bytes") EXPECT_NEAR(f.evidence.at("ratio").get<double>(), 3.0, 1e-9);
+    if (f.cls == "register-spills") EXPECT_EQ(f.evidence.at("spill_bytes").get<std::int64_t>(), 96);
+  }
+}
+
+TEST(Diagnosis, TailEffectFromWaveQuantization) {
+  auto in = h200();
+  in.median_ns = 200e3;
+  in.roofline_bytes = 1e8;
+  // 1.2 waves: 132 * 2 resident blocks per wave, 317 blocks.
+  in.launches = {grid(317, 256, 2)};
+  const auto d = diagnose(in);
+  EXPECT_TRUE(has(d, "tail-effect")) << d.to_text();
+}
+
+TEST(Diagnosis, EmptyInputGivesUnknownNotACrash) {
+  const auto d = diagnose(diagnosis_input{});
+  EXPECT_EQ(d.primary, "unknown");
+  EXPECT_TRUE(d.findings.empty());
+  EXPECT_TRUE(d.to_json().contains("derived"));
+}
+
+}  // namespace

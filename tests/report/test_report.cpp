@@ -1,0 +1,415 @@
+// kopt::report on a realistic campaign store (tests/report/support.hpp):
+// outcome classes per iteration, scores and the path to the best, the log,
+// lineage and diff views, the line diff, exports (JSON lines, CSV,
+// FlashInfer-Trace) and the import back, the Chrome trace, and the HTML
+// report's structure (every chart drawn with data, nothing external).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "report/data.hpp"
+#include "report/exchange.hpp"
+#include "report/html.hpp"
+#include "report/trace.hpp"
+#include "report/views.hpp"
+#include "support.hpp"
+
+namespace kopt::report {
+namespace {
+
+using json = nlohmann::json;
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Report : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { rs_ = new test::research_store(); }
+  static void TearDownTestSuite() {
+    delete rs_;
+    rs_ = nullptr;
+  }
+  static store::store reader() { return store::store::open(rs_->db_path(), {.read_only = true}); }
+  static test::research_store* rs_;
+};
+test::research_store* Report::rs_ = nullptr;
+
+TEST_F(Report, OutcomesFollowTheScriptedCandidates) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  ASSERT_GE(d.iterations.size(), 9u);  // set-up + 8
+  // Iteration 1: 0.85 (faster than the seed's 1.0), nocompile, broken.
+  const auto* it1 = d.iteration(1);
+  ASSERT_NE(it1, nullptr);
+  EXPECT_EQ(it1->outcomes.at(outcome::faster), 1);
+  EXPECT_EQ(it1->outcomes.at(outcome::compile_error), 1);
+  EXPECT_EQ(it1->outcomes.at(outcome::incorrect), 1);
+  // Iteration 2: parent is 0.85: 0.9 and 1.3 are slower, cheat is rejected.
+  const auto* it2 = d.iteration(2);
+  EXPECT_EQ(it2->outcomes.at(outcome::integrity), 1);
+  EXPECT_EQ(it2->outcomes.at(outcome::slower), 2);
+  EXPECT_FALSE(it2->outcomes.count(outcome::faster));
+  // Set-up candidates are the start, not outcomes of the loop.
+  const auto* it0 = d.iteration(0);
+  EXPECT_TRUE(it0->outcomes.empty());
+  for (auto id : it0->candidates) EXPECT_EQ(d.view(id)->result, outcome::start);
+  // Every loop candidate has a class; totals match the script.
+  std::map<outcome, std::int64_t> total;
+  for (const auto& iv : d.iterations)
+    for (const auto& [o, n] : iv.outcomes) total[o] += n;
+  EXPECT_EQ(total[outcome::compile_error], 2);
+  EXPECT_EQ(total[outcome::incorrect], 2);
+  EXPECT_EQ(total[outcome::integrity], 2);
+}
+
+TEST_F(Report, BestPathIncumbentAndAttribution) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  ASSERT_GE(d.best_path.size(), 3u);
+  EXPECT_EQ(d.best_path.front(), rs_->seed);
+  EXPECT_EQ(d.best_path.back(), rs_->best);
+  // Scores rise along the path (each step was promoted for being faster).
+  for (std::size_t i = 1; i < d.best_path.size(); ++i)
+    EXPECT_GT(*d.view(d.best_path[i])->score, *d.view(d.best_path[i - 1])->score);
+  // The incumbent never goes down and ends at the campaign's best.
+  double last = 0;
+  for (const auto& iv : d.iterations) {
+    ASSERT_TRUE(iv.incumbent_score);
+    EXPECT_GE(*iv.incumbent_score + 1e-12, last);
+    last = *iv.incumbent_score;
+  }
+  EXPECT_EQ(d.iterations.back().incumbent, rs_->best);
+  EXPECT_NEAR(last, *d.campaign.best_score, 1e-9);
+  // Promotions happened; dropout decisions were recorded and attributed.
+  int promoted = 0;
+  for (const auto& iv : d.iterations) promoted += iv.promoted;
+  EXPECT_GE(promoted, 2);
+  ASSERT_FALSE(d.attribution.empty());
+  for (const auto& a : d.attribution) {
+    // Directives are offered every iteration; history items once they exist.
+    if (a.kind == "directive") {
+      EXPECT_EQ(a.kept + a.dropped, 8) << a.item_id;
+    }
+    EXPECT_LE(a.kept + a.dropped, 8) << a.item_id;
+  }
+  // Iterations 2 and 3 gained nothing: the first escalation step after 3.
+  ASSERT_EQ(d.iteration(3)->escalations, std::vector<std::string>{"higher_p"});
+  EXPECT_EQ(d.iteration(3)->outcomes.at(outcome::slower), 2);
+  EXPECT_TRUE(d.iteration(4)->promoted);
+  EXPECT_TRUE(d.iteration(7)->promoted);
+  // Spend comes from the recorded LLM calls, cumulative.
+  ASSERT_EQ(d.spend.size(), 8u);
+  EXPECT_NEAR(d.spend.back().cost_usd, 8 * 0.012, 1e-9);
+}
+
+TEST_F(Report, LogAndLineageJson) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  const json log = log_json(d);
+  ASSERT_EQ(log.size(), d.iterations.size());
+  EXPECT_EQ(log[1]["outcomes"]["compile_error"], 1);
+  EXPECT_EQ(log[1]["llm_calls"], 1);
+  EXPECT_GT(log[1]["dropout"]["kept"].get<int>() + log[1]["dropout"]["dropped"].get<int>(), 0);
+  const json lin = lineage_json(d);
+  EXPECT_EQ(lin["nodes"].size(), d.candidates.size());
+  EXPECT_EQ(lin["best_path"].back()["id"], rs_->best);
+  int on_path = 0;
+  for (const auto& n : lin["nodes"]) on_path += n["on_best_path"].get<bool>();
+  EXPECT_EQ(static_cast<std::size_t>(on_path), d.best_path.size());
+}
+
+TEST(LineDiff, FindsInsertionsDeletionsAndHunks) {
+  const std::string a = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
+  const std::string b = "a\nb\nX\nd\ne\nf\ng\nh\ni\nj\nk\n";
+  const auto lines = line_diff(a, b);
+  int minus = 0, plus = 0;
+  for (const auto& l : lines) {
+    minus += l.op == '-';
+    plus += l.op == '+';
+  }
+  EXPECT_EQ(minus, 1);
+  EXPECT_EQ(plus, 2);
+  const auto u = unified_diff(a, b, "a", "b", 1);
+  EXPECT_NE(u.find("--- a\n+++ b\n"), std::string::npos);
+  EXPECT_NE(u.find("-c\n+X\n"), std::string::npos) << u;
+  EXPECT_NE(u.find("+k\n"), std::string::npos) << u;
+  // Two separate hunks with one line of context.
+  EXPECT_EQ(std::count(u.begin(), u.end(), '@'), 8) << u;
+  EXPECT_EQ(unified_diff(a, a, "a", "b"), "");
+  // Too large for the table: one block replacement, still correct.
+  const auto big = line_diff("x\ny\n", "y\nz\n", 1);
+  EXPECT_EQ(big.size(), 4u);
+}
+
+TEST_F(Report, DiffOfSeedAndBest) {
+  auto db = reader();
+  const json j = diff_json(db, rs_->seed, rs_->best);
+  EXPECT_FALSE(j["same_source"].get<bool>());
+  const std::string src = j["source_diff"];
+  EXPECT_NE(src.find("+  if (i < n) out[i] = a[i] + b[i];"), std::string::npos) << src;
+  EXPECT_NE(src.find("-"), std::string::npos);
+  ASSERT_EQ(j["workloads"].size(), 6u);
+  for (const auto& w : j["workloads"]) {
+    EXPECT_TRUE(w["same_stage"].get<bool>()) << w.dump();
+    EXPECT_GT(w["speedup"].get<double>(), 1.0) << w.dump();  // the best is faster everywhere
+  }
+  EXPECT_LT(j["weighted_geomean_time_ratio"].get<double>(), 1.0);
+  EXPECT_FALSE(j["launch_plan_patch"].empty());  // the seed has tunable parameters, the best none
+  EXPECT_THROW(diff_json(db, rs_->seed, 99999), kopt::not_found_error);
+}
+
+TEST(Flatten, RendersNestedJsonGenerically) {
+  const auto f =
+      flatten(json{{"metrics", {{"a", 1.5}, {"b", "x"}}}, {"notes", {"p", "q"}}, {"n", nullptr}});
+  std::map<std::string, std::string> m(f.begin(), f.end());
+  EXPECT_EQ(m.at("metrics.a"), "1.5");
+  EXPECT_EQ(m.at("metrics.b"), "x");
+  EXPECT_EQ(m.at("notes"), "p, q");
+  EXPECT_FALSE(m.count("n"));
+}
+
+TEST_F(Report, JsonlAndCsvHaveEveryCandidateAndEvaluation) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  std::ostringstream jl, csv;
+  write_jsonl(d, jl, true);
+  write_csv(d, csv);
+  std::istringstream jin(jl.str());
+  std::string line;
+  std::size_t n = 0, evals = 0;
+  bool saw_best = false;
+  while (std::getline(jin, line)) {
+    const json j = json::parse(line);
+    ++n;
+    evals += j["evaluations"].size();
+    EXPECT_TRUE(j.contains("source"));
+    if (j["is_best"].get<bool>()) {
+      saw_best = true;
+      EXPECT_TRUE(j["on_best_path"].get<bool>());
+      bool counters = false;
+      for (const auto& e : j["evaluations"])
+        counters = counters || e["counters"].contains("metrics");
+      EXPECT_TRUE(counters);
+    }
+  }
+  EXPECT_EQ(n, d.candidates.size());
+  EXPECT_TRUE(saw_best);
+  std::size_t rows = 0;
+  std::istringstream cin(csv.str());
+  std::getline(cin, line);
+  EXPECT_EQ(line.rfind("campaign_id,candidate_id,parent_id,origin,iteration", 0), 0u);
+  const auto cols = std::count(line.begin(), line.end(), ',');
+  while (std::getline(cin, line)) {
+    ++rows;
+    // Error messages with commas are quoted: count only unquoted commas.
+    std::size_t c = 0;
+    bool q = false;
+    for (char ch : line) {
+      if (ch == '"') q = !q;
+      if (ch == ',' && !q) ++c;
+    }
+    EXPECT_EQ(static_cast<long>(c), cols) << line;
+  }
+  EXPECT_EQ(rows, evals);
+}
+
+TEST_F(Report, FlashInferTraceExportAndImportBack) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  test::temp_dir out;
+  flashinfer_export_options o;
+  o.top = 2;
+  const auto files = write_flashinfer_trace(d, out.path(), o);
+  const auto def = json::parse(slurp(out / "definitions/elementwise/vadd.json"));
+  EXPECT_EQ(def["name"], "vadd");
+  EXPECT_EQ(def["axes"]["n"]["type"], "var");
+  EXPECT_EQ(def["inputs"]["a"]["shape"], json::array({"n"}));
+  EXPECT_EQ(def["inputs"]["a"]["dtype"], "float32");
+  EXPECT_NE(def["reference"].get<std::string>().find("NotImplementedError"), std::string::npos);
+  std::size_t solutions = 0;
+  for (const auto& f : files)
+    if (f.rfind("solutions/", 0) == 0) {
+      ++solutions;
+      const auto s = json::parse(slurp(out / f));
+      EXPECT_EQ(s["definition"], "vadd");
+      EXPECT_EQ(s["spec"]["language"], "cuda");
+      EXPECT_EQ(s["spec"]["entry_point"], "kernel.cu::cand");
+      EXPECT_EQ(s["sources"][0]["path"], "kernel.cu");
+      EXPECT_EQ(s["author"], "kopt-test");
+    }
+  EXPECT_EQ(solutions, 2u);
+  // Traces: one line per exported solution and workload, all PASSED.
+  std::istringstream tin(slurp(out / "traces/kopt-test/elementwise/vadd.jsonl"));
+  std::string line;
+  std::size_t traces = 0;
+  const std::string best_name =
+      "vadd_kopt_c" + std::to_string(rs_->f.campaign_id) + "_k" + std::to_string(rs_->best);
+  while (std::getline(tin, line)) {
+    const auto t = json::parse(line);
+    ++traces;
+    EXPECT_EQ(t["evaluation"]["status"], "PASSED");
+    EXPECT_GT(t["evaluation"]["performance"]["latency_ms"].get<double>(), 0);
+    EXPECT_TRUE(t["workload"]["axes"].contains("n"));
+    EXPECT_EQ(t["workload"]["inputs"]["a"]["type"], "random");
+    EXPECT_EQ(t["workload"]["uuid"].get<std::string>().size(), 36u);
+    if (traces == 1) {
+      EXPECT_EQ(t["solution"], best_name);  // the best comes first
+    }
+  }
+  EXPECT_EQ(traces, 12u);
+  EXPECT_EQ(flashinfer_status(store::eval_status::rejected_integrity), "RUNTIME_ERROR");
+  EXPECT_EQ(flashinfer_status(store::eval_status::incorrect), "INCORRECT_NUMERICAL");
+
+  // Import without a reference: a draft that says what is missing.
+  test::temp_dir cfgs;
+  import_options io;
+  io.out_dir = cfgs.path();
+  auto r = import_flashinfer_trace(out.path(), io);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, "draft");
+  EXPECT_EQ(r[0].workloads, 6u);
+  ASSERT_FALSE(r[0].problems.empty());
+  EXPECT_NE(r[0].problems[0].find("no reference"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(cfgs / "vadd.draft.json"));
+  EXPECT_TRUE(std::filesystem::exists(cfgs / "vadd.reference.py"));
+  // With a reference in kopt's format: a config that validates.
+  test::temp_dir refs;
+  std::ofstream(refs / "vadd.json") << test::kernel("ref", "out[0] = a[0] + b[0];").dump();
+  io.reference_dir = refs.path();
+  r = import_flashinfer_trace(out.path(), io);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, "imported") << json(r[0].problems).dump();
+  const auto lr = config::load_operator_file(cfgs / "vadd.json");
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(lr.op->workloads.size(), 6u);
+  EXPECT_EQ(lr.op->name, "vadd");
+  EXPECT_THROW(import_flashinfer_trace(refs.path(), io), kopt::config_error);
+}
+
+TEST(FlashInferImport, ReportsWhatDoesNotMap) {
+  test::temp_dir in, out;
+  std::filesystem::create_directories(in / "definitions/misc");
+  std::filesystem::create_directories(in / "workloads/misc");
+  std::ofstream(in / "definitions/misc/rms_h64.json") << json{
+      {"name", "rms_h64"},
+      {"op_type", "rmsnorm"},
+      {"axes", {{"b", {{"type", "var"}}}, {"h", {{"type", "const"}, {"value", 64}}}}},
+      {"constraints", {"b > 0"}},
+      {"inputs",
+       {{"x", {{"shape", {"b", "h"}}, {"dtype", "bfloat16"}}},
+        {"idx", {{"shape", {"b"}}, {"dtype", "int32"}}},
+        {"eps", {{"shape", nullptr}, {"dtype", "float32"}}}}},
+      {"outputs", {{"y", {{"shape", {"b", "h"}}, {"dtype", "float4_e2m1"}}}}},
+      {"reference", "def run(x, idx, eps):\n    return x\n"}}.dump();
+  std::ofstream wl(in / "workloads/misc/rms_h64.jsonl");
+  int u = 0;
+  for (int b : {1, 8, 8, 32})
+    wl << json{{"definition", "rms_h64"},
+               {"workload",
+                {{"uuid", "u" + std::to_string(u++)},
+                 {"axes", {{"b", b}}},
+                 {"inputs",
+                  {{"x", {{"type", "safetensors"}, {"path", "x.st"}, {"tensor_key", "x"}}},
+                   {"eps", {{"type", "scalar"}, {"value", 1e-6}}}}}}}}
+              .dump()
+       << "\n";
+  wl.close();
+  import_options io;
+  io.out_dir = out.path();
+  const auto r = import_flashinfer_trace(in.path(), io);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, "draft");
+  EXPECT_EQ(r[0].workloads, 3u);  // b=8 twice: one workload of weight 2
+  std::string problems = json(r[0].problems).dump(), notes = json(r[0].notes).dump();
+  EXPECT_NE(problems.find("float4_e2m1"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("input 'idx' is int32"), std::string::npos) << problems;
+  EXPECT_NE(notes.find("constraints"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("safetensors"), std::string::npos) << notes;
+  const auto draft = json::parse(slurp(out / "rms_h64.draft.json"));
+  EXPECT_EQ(draft["scalars"]["eps"]["dtype"], "float32");
+  EXPECT_DOUBLE_EQ(draft["scalars"]["eps"]["value"].get<double>(), 1e-6);
+  double w8 = 0;
+  for (const auto& w : draft["workloads"])
+    if (w["axes"]["b"] == 8) w8 = w["weight"];
+  EXPECT_DOUBLE_EQ(w8, 2.0);
+}
+
+TEST_F(Report, ChromeTraceHasNonOverlappingSpansPerTrack) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  const json t = chrome_trace(d);
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  std::map<int, std::string> names;
+  std::map<std::string, int> by_cat;
+  std::map<int, std::vector<std::pair<std::int64_t, std::int64_t>>> spans;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      names[e["tid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    by_cat[e["cat"]]++;
+    EXPECT_GT(e["dur"].get<std::int64_t>(), 0);
+    spans[e["tid"].get<int>()].push_back(
+        {e["ts"].get<std::int64_t>(), e["ts"].get<std::int64_t>() + e["dur"].get<std::int64_t>()});
+  }
+  EXPECT_EQ(by_cat["iteration"], static_cast<int>(d.iterations.size()));
+  EXPECT_EQ(by_cat["llm"], 8);
+  EXPECT_GT(by_cat["compile"], 0);
+  EXPECT_GT(by_cat["evaluate"], 0);
+  for (auto& [tid, ss] : spans) {
+    std::sort(ss.begin(), ss.end());
+    for (std::size_t i = 1; i < ss.size(); ++i)
+      if (names[tid] != "iterations") {
+        EXPECT_LE(ss[i - 1].second, ss[i].first) << names[tid];
+      }
+  }
+  bool worker_track = false;
+  for (const auto& [tid, n] : names)
+    worker_track = worker_track || n.rfind("fake GPU evaluate", 0) == 0;
+  EXPECT_TRUE(worker_track);
+}
+
+TEST_F(Report, HtmlIsSelfContainedAndEveryChartHasMarks) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  const std::string html = html_report(d, {});
+  for (const char* chart : {"progress-iteration", "progress-time", "workloads", "outcomes",
+                            "attribution", "tokens", "cost", "lineage"}) {
+    const std::regex re(std::string("data-chart=\"") + chart + "\" data-marks=\"(\\d+)\"");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(html, m, re)) << chart;
+    EXPECT_GT(std::stoi(m[1]), 0) << chart;
+  }
+  // Nothing fetched from anywhere: no scripts, links, imports or URLs other
+  // than the SVG namespace.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  std::string rest = html;
+  for (std::size_t p; (p = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    rest.erase(p, 26);
+  EXPECT_EQ(rest.find("http://"), std::string::npos);
+  EXPECT_EQ(rest.find("https://"), std::string::npos);
+  // The winner's source is there, escaped.
+  EXPECT_NE(html.find("if (i &lt; n) out[i] = a[i] + b[i];"), std::string::npos);
+  EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+TEST(HtmlReport, EmptyCampaignRendersPlaceholders) {
+  test::fixture f;
+  const auto d = load_campaign(f.db, f.campaign_id);
+  const std::string html = html_report(d, {});
+  EXPECT_NE(html.find("data-chart=\"progress-iteration\" data-marks=\"0\""), std::string::npos);
+  EXPECT_NE(html.find("no candidate was measured"), std::string::npos);
+  EXPECT_THROW(load_campaign(f.db, 12345), kopt::not_found_error);
+}
+
+}  // namespace
+}  // namespace kopt::report
