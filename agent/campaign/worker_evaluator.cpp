@@ -19,7 +19,7 @@ struct report_detail {
 }  // namespace
 
 worker_evaluator::worker_evaluator(const config::operator_config& op, worker_eval_options o)
-    : op_(op), o_(std::move(o)), client_(o_.worker) {}
+    : op_(op), o_(std::move(o)), client_(o_.worker), profiler_(runner::profiler_options(o_.worker)) {}
 
 worker_evaluator::~worker_evaluator() {
   try {
@@ -31,7 +31,8 @@ worker_evaluator::~worker_evaluator() {
 
 const json& worker_evaluator::start() {
   if (started_) return device_;
-  device_ = client_.start();
+  // hello carries the device under "device" (and the calibration beside it).
+  device_ = client_.start().value("device", json::object());
   started_ = true;
   if (!o_.peaks_file.empty())
     peaks_ = harness::find_peaks(harness::load_peak_table(o_.peaks_file), device_.value("name", ""));
@@ -42,36 +43,43 @@ const json& worker_evaluator::start() {
 }
 
 void worker_evaluator::stop() {
-  if (started_) client_.stop();
+  if (started_) {
+    client_.stop();
+    profiler_.stop();
+  }
   started_ = false;
 }
 
-eval_batch worker_evaluator::evaluate(const eval_request& rq) {
-  start();
+json worker_request(const config::operator_config& op, const eval_request& rq, const worker_eval_options& o) {
   json subj = json::array();
   for (const auto& s : rq.subjects)
     subj.push_back({{"role", s.role}, {"candidate", s.candidate}, {"parameters", json(s.parameters)}});
-  json req = {{"operator", op_.snapshot()},
+  json req = {{"operator", op.snapshot()},
               {"subjects", subj},
               {"workloads", rq.workloads},
               {"settings",
-               {{"seeds", o_.seeds},
+               {{"seeds", o.seeds},
                 {"base_seed", rq.base_seed},
                 {"time_reference", false},
-                {"launch_timeout_ms", o_.launch_timeout_ms},
-                {"timing", {{"min_time_s", o_.min_time_s}, {"max_time_s", o_.max_time_s}}}}}};
+                {"launch_timeout_ms", o.launch_timeout_ms},
+                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}}}}};
   // Counters for the promising candidates only (docs/campaign.md): the full
   // sweep and the winner's verification, never the cheap screening stage.
-  if (!o_.counters.empty() && o_.counters != "none" &&
-      std::find(o_.counter_stages.begin(), o_.counter_stages.end(), rq.stage) != o_.counter_stages.end())
-    req["settings"]["counters"] = o_.counters;
+  if (!o.counters.empty() && o.counters != "none" &&
+      std::find(o.counter_stages.begin(), o.counter_stages.end(), rq.stage) != o.counter_stages.end())
+    req["settings"]["counters"] = o.counters;
+  return req;
+}
+
+eval_batch batch_from_report(const config::operator_config& op, const eval_request& rq, runner::evaluation_report rep,
+                             const std::optional<harness::gpu_peaks>& peaks) {
   auto d = std::make_shared<report_detail>();
-  d->report = client_.evaluate(req);
+  d->report = std::move(rep);
   eval_batch b;
   b.device = d->report.device;
   b.events = d->report.events;
   for (const auto& s : rq.subjects) {
-    auto sum = runner::summarize(op_, d->report, s.role, peaks_);
+    auto sum = runner::summarize(op, d->report, s.role, peaks);
     subject_result r;
     if (auto it = d->report.compiled.find(s.role); it != d->report.compiled.end())
       r.compile_status = it->second.value("status", "compile_error");
@@ -95,7 +103,7 @@ eval_batch worker_evaluator::evaluate(const eval_request& rq) {
   return b;
 }
 
-void worker_evaluator::record(store::store& db, const eval_request& rq, const eval_batch& b) {
+void record_worker_batch(store::store& db, const eval_request& rq, const eval_batch& b) {
   auto d = std::static_pointer_cast<report_detail>(b.detail);
   if (!d) {
     record_basic(db, rq, b);
@@ -120,6 +128,16 @@ void worker_evaluator::record(store::store& db, const eval_request& rq, const ev
     ev.message = e;
     db.add_event(ev);
   }
+}
+
+eval_batch worker_evaluator::evaluate(const eval_request& rq) {
+  start();
+  return batch_from_report(op_, rq, runner::evaluate_with_counters(client_, &profiler_, worker_request(op_, rq, o_)),
+                           peaks_);
+}
+
+void worker_evaluator::record(store::store& db, const eval_request& rq, const eval_batch& b) {
+  record_worker_batch(db, rq, b);
 }
 
 }  // namespace kopt::campaign

@@ -30,6 +30,15 @@ struct worker_eval_options {
   std::vector<std::string> counter_stages = {"full", "verify"};
 };
 
+// Shared by worker_evaluator and the daemon's evaluator on a leased worker
+// (agent/daemon/pool.cpp): the evaluate request for `rq`, the batch built
+// from a worker's report (summaries with SOL and diagnosis kept for
+// record), and the recording of such a batch.
+nlohmann::json worker_request(const config::operator_config& op, const eval_request& rq, const worker_eval_options& o);
+eval_batch batch_from_report(const config::operator_config& op, const eval_request& rq, runner::evaluation_report rep,
+                             const std::optional<harness::gpu_peaks>& peaks);
+void record_worker_batch(store::store& db, const eval_request& rq, const eval_batch& b);
+
 class worker_evaluator final : public evaluator {
  public:
   worker_evaluator(const config::operator_config& op, worker_eval_options o);
@@ -44,6 +53,7 @@ class worker_evaluator final : public evaluator {
   const config::operator_config& op_;
   worker_eval_options o_;
   runner::worker_client client_;
+  runner::worker_client profiler_;  // --profile-only worker for counters, started on first use
   nlohmann::json device_;
   std::optional<harness::gpu_peaks> peaks_;
   bool started_ = false;

@@ -204,11 +204,14 @@ eval_outcome run_evaluation(const config::operator_config& op,
                 {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}},
                 {"counters", o.counters}}}};
   if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
-  out.report = client.evaluate(req, [](const json& m) {
+  // Counters (kopt profile) come from a separate --profile-only worker.
+  runner::worker_client profiler(runner::profiler_options(wo));
+  out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
     if (m.value("type", "") == "workload_result")
       spdlog::info("workload {} done", m.value("workload", ""));
   });
   client.stop();
+  profiler.stop();
   std::optional<harness::gpu_peaks> peaks;
   if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
     peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));

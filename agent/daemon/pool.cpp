@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "campaign/dropout.hpp"
+#include "campaign/worker_evaluator.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "runner/evaluation.hpp"
@@ -334,101 +335,36 @@ void gpu_pool::lease::fail(const std::string& why) {
 
 // --- the worker evaluator on a leased worker ----------------------------------------
 
-namespace {
-
-struct report_detail {
-  runner::evaluation_report report;
-  std::map<std::string, runner::evaluation_summary> summaries;
-};
-
-}  // namespace
-
 campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_request& rq) {
   auto l = pool_.acquire(who_);
-  json subj = json::array();
-  for (const auto& s : rq.subjects)
-    subj.push_back(
-        {{"role", s.role}, {"candidate", s.candidate}, {"parameters", json(s.parameters)}});
-  json req = {{"operator", op_.snapshot()},
-              {"subjects", subj},
-              {"workloads", rq.workloads},
-              {"settings",
-               {{"seeds", ws_.seeds},
-                {"base_seed", rq.base_seed},
-                {"time_reference", false},
-                {"launch_timeout_ms", ws_.launch_timeout_ms},
-                {"timing", {{"min_time_s", ws_.min_time_s}, {"max_time_s", ws_.max_time_s}}}}}};
-  auto d = std::make_shared<report_detail>();
+  campaign::worker_eval_options o;
+  o.seeds = ws_.seeds;
+  o.min_time_s = ws_.min_time_s;
+  o.max_time_s = ws_.max_time_s;
+  o.launch_timeout_ms = ws_.launch_timeout_ms;
+  o.counters = "none";  // the daemon's leased workers time only (no profiling worker per GPU yet)
+  runner::evaluation_report rep;
   try {
-    d->report = l.client()->evaluate(req);
+    rep = l.client()->evaluate(campaign::worker_request(op_, rq, o));
   } catch (const kopt::error& e) {
     const std::string what = e.what();
     // A request the worker refuses is this campaign's problem, not the GPU's.
     if (what.rfind("the GPU worker rejected the request", 0) != 0) l.fail(what);
     throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), what));
   }
-  l.count_restarts(d->report.restarts);
-  if (d->report.restarts >= ws_.max_restarts) {
-    const std::string last =
-        d->report.events.empty() ? std::string("no detail") : d->report.events.front();
-    const std::string why =
-        fmt::format("the worker crashed {} times in one request ({})", d->report.restarts, last);
+  l.count_restarts(rep.restarts);
+  if (rep.restarts >= ws_.max_restarts) {
+    const std::string last = rep.events.empty() ? std::string("no detail") : rep.events.front();
+    const std::string why = fmt::format("the worker crashed {} times in one request ({})", rep.restarts, last);
     l.fail(why);
     throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), why));
   }
-  campaign::eval_batch b;
-  b.device = d->report.device;
-  b.events = d->report.events;
-  for (const auto& s : rq.subjects) {
-    auto sum = runner::summarize(op_, d->report, s.role, l.peaks());
-    campaign::subject_result r;
-    if (auto it = d->report.compiled.find(s.role); it != d->report.compiled.end())
-      r.compile_status = it->second.value("status", "compile_error");
-    for (const auto& row : sum.rows) {
-      if (std::find(rq.workloads.begin(), rq.workloads.end(), row.workload) == rq.workloads.end())
-        continue;
-      campaign::workload_result w;
-      w.status = row.status;
-      w.message = row.message;
-      w.median_ns = row.median_ns;
-      w.sol_fraction = row.sol_fraction;
-      if (row.detail.contains("timing"))
-        w.samples_ns = row.detail.at("timing").value("samples_ns", std::vector<double>{});
-      r.workloads[row.workload] = std::move(w);
-    }
-    b.by_role[s.role] = std::move(r);
-    d->summaries[s.role] = std::move(sum);
-  }
-  b.detail = d;
-  return b;
+  return campaign::batch_from_report(op_, rq, std::move(rep), l.peaks());
 }
 
 void pool_worker_evaluator::record(store::store& db, const campaign::eval_request& rq,
                                    const campaign::eval_batch& b) {
-  auto d = std::static_pointer_cast<report_detail>(b.detail);
-  if (!d) {
-    campaign::record_basic(db, rq, b);
-    return;
-  }
-  std::vector<runner::subject_spec> specs;
-  for (const auto& s : rq.subjects) {
-    runner::subject_spec sp;
-    sp.role = s.role;
-    sp.candidate = s.candidate;
-    sp.parameters = json(s.parameters);
-    sp.candidate_id = s.candidate_id;
-    specs.push_back(std::move(sp));
-  }
-  runner::record_report(db, rq.campaign_id, rq.iteration_id, rq.operator_id, specs, d->report,
-                        d->summaries, rq.stage);
-  for (const auto& e : d->report.events) {
-    store::event_record ev;
-    ev.campaign_id = rq.campaign_id;
-    ev.kind = "worker_restart";
-    ev.level = "warning";
-    ev.message = e;
-    db.add_event(ev);
-  }
+  campaign::record_worker_batch(db, rq, b);
 }
 
 // --- the fake evaluator (tests) -------------------------------------------------------

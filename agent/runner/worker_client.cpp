@@ -40,6 +40,7 @@ void worker_client::spawn() {
     argv.push_back("--cache-dir");
     argv.push_back(opts_.cache_dir);
   }
+  for (const auto& a : opts_.extra_args) argv.push_back(a);
   // The worker runs generated code: it never sees the daemon's secrets.
   proc_ = std::make_unique<child_process>(argv, scrubbed_environment());
 }
@@ -112,6 +113,7 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
   evaluation_report rep;
   std::set<std::string> dropped_roles;      // subjects that crashed or hung
   std::set<std::string> finished_workloads;
+  int clock_restarts = 0;
   std::vector<std::string> all_workloads = request.value("workloads", std::vector<std::string>{});
   const json all_subjects = request.value("subjects", json::array());
   // Explicit workload ids, so that a restart can resend exactly the rest.
@@ -182,6 +184,14 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
     // subject that caused it.
     proc_.reset();
     ++rep.restarts;
+    if (fatal_status == "clock_lost") {
+      // The worker's timing clock failed, not the candidate: measure the
+      // unfinished workloads again, every subject included, in a new worker.
+      rep.events.push_back(fmt::format("worker restarted: its CUPTI clock lost kernel records on {} ({}); "
+                                       "measured again in a fresh worker", current_workload, fatal_message));
+      if (++clock_restarts > 3) throw kopt::error("the GPU worker's clock failed repeatedly: " + fatal_message);
+      continue;
+    }
     if (fatal_role.empty() || fatal_role == "reference") {
       // Without a culprit (or with a broken reference) nothing more can be
       // measured reliably on this workload: record it for everyone.
@@ -211,6 +221,72 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
     for (const auto& s : all_subjects)
       if (!dropped_roles.count(s.value("role", ""))) left = true;
     if (!left) break;
+  }
+  return rep;
+}
+
+worker_options profiler_options(worker_options o) {
+  o.extra_args.push_back("--profile-only");
+  return o;
+}
+
+evaluation_report evaluate_with_counters(worker_client& timing, worker_client* profiler, json request,
+                                         const std::function<void(const json&)>& on_message) {
+  json settings = request.value("settings", json::object());
+  const std::string tier = settings.value("counters", std::string("none"));
+  const json metrics = settings.value("metrics", json::array());
+  const bool want = tier != "none" || (metrics.is_array() && !metrics.empty());
+  settings.erase("counters");
+  settings.erase("metrics");
+  request["settings"] = settings;
+  evaluation_report rep = timing.evaluate(request, on_message);
+  if (!want) return rep;
+  if (!profiler) {
+    rep.events.push_back("counters were asked for but no profiling worker is configured");
+    return rep;
+  }
+  // Only subjects that passed on some workload are worth profiling.
+  json subjects = json::array();
+  for (const auto& s : request.value("subjects", json::array())) {
+    const std::string role = s.value("role", "candidate");
+    bool ok = false;
+    for (const auto& [w, roles] : rep.results)
+      if (auto it = roles.find(role); it != roles.end() && it->second.status == "ok") ok = true;
+    if (ok) subjects.push_back(s);
+  }
+  if (subjects.empty()) return rep;
+  json preq = request;
+  preq["subjects"] = subjects;
+  json ps = settings;
+  ps["seeds"] = 1;
+  ps["recheck"] = false;
+  ps["time_reference"] = false;
+  ps["counters"] = tier;
+  if (metrics.is_array() && !metrics.empty()) ps["metrics"] = metrics;
+  preq["settings"] = ps;
+  try {
+    const evaluation_report prep = profiler->evaluate(preq);
+    for (const auto& [w, roles] : prep.results)
+      for (const auto& [role, r] : roles) {
+        auto wit = rep.results.find(w);
+        if (wit == rep.results.end()) continue;
+        auto rit = wit->second.find(role);
+        if (rit == wit->second.end() || rit->second.status != "ok") continue;
+        if (r.detail.contains("counters")) rit->second.detail["counters"] = r.detail.at("counters");
+        else if (r.status != "ok")
+          rit->second.detail["counters"] = {{"error", "the profiling run gave " + r.status + ": " + r.message}};
+      }
+    for (const auto& e : prep.events) rep.events.push_back("profiling worker: " + e);
+    // The profiling worker does not stay alive between requests: a process
+    // that has used the CUPTI profiler is not left beside the timing worker.
+    profiler->stop();
+  } catch (const kopt::error& e) {
+    profiler->stop();
+    // A bad metric name is the caller's error; anything else leaves the
+    // timing results intact and says why the counters are missing.
+    const std::string what = e.what();
+    if (what.find("CUPTI does not know") != std::string::npos) throw;
+    rep.events.push_back(std::string("counters failed: ") + what);
   }
   return rep;
 }

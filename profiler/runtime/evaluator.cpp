@@ -152,7 +152,10 @@ struct evaluator::impl {
   std::string profiler_error;
   std::size_t ref_cache_bytes = 0;
 
-  impl(device_info d, const compile::compiler& c, emit_fn e) : dev(std::move(d)), comp(c), emit(std::move(e)) {
+  bool timing = true;  // false: profiling worker, CUPTI Activity never enabled
+
+  impl(device_info d, const compile::compiler& c, emit_fn e, bool with_timing)
+      : dev(std::move(d)), comp(c), emit(std::move(e)), timing(with_timing) {
     KOPT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     // A flush buffer of at least twice the L2, written before every sample.
     flush_bytes = std::max<std::int64_t>(2 * dev.l2_bytes, 64 << 20);
@@ -162,7 +165,7 @@ struct evaluator::impl {
     // Persisting L2 off for the whole process; reset again before samples.
     cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
     cudaGetLastError();
-    activity_timer::instance().enable();
+    if (timing) activity_timer::instance().enable();
   }
   ~impl() {
     if (scratch) KOPT_CUDA_NOTHROW(cudaFree(scratch));
@@ -623,9 +626,17 @@ struct evaluator::impl {
         // discarded, whatever its values, and measured again; the count is
         // reported. Persistent loss is an error, never a guess.
         clocks.resize(clocks.size() - batch);
-        if (++lost_batches > 3)
-          throw kopt::error(fmt::format("CUPTI returned {} samples for {} launched; {} batches lost in this measurement", got.size(),
-                                        batch, lost_batches));
+        // When the loss persists, the process's activity stream has stopped
+        // delivering kernel records (seen on the H200, not yet explained;
+        // re-enabling the activity kind did not bring it back). A fresh
+        // worker measures correctly, so this is a fatal "clock_lost": the
+        // control plane restarts the worker and measures the workload
+        // again; it is not the candidate's fault and not recorded as such.
+        if (++lost_batches > 1)
+          die("clock_lost", fmt::format("CUPTI returned {} kernel samples for {} launched in {} batches in a row",
+                                        got.size(), batch, lost_batches));
+        activity_timer::instance().suspend();
+        activity_timer::instance().resume();
         continue;
       }
       for (std::size_t b = 0; b < batch; ++b) {
@@ -894,25 +905,39 @@ struct evaluator::impl {
     st.inputs.resize(sets);
     st.pristine.resize(sets);
     st.input_hash.resize(sets);
-    for (std::size_t k = 0; k < sets; ++k) {
-      st.seeds.push_back(seed_for(cfg.base_seed, w.id, k));
-      for (const auto& t : st.tensors)
-        if (!t.is_output) st.inputs[k].emplace(t.name, guarded(t.bytes, fresh(), stream));
-      generate_inputs(op, w, st, k, st.seeds[k]);
-      for (const auto& t : st.tensors)
-        if (t.in_place) {
-          guarded copy(t.bytes, fresh(), stream);
-          KOPT_CUDA(cudaMemcpyAsync(copy.data(), st.inputs[k].at(t.name).data(), static_cast<std::size_t>(t.bytes),
-                                    cudaMemcpyDeviceToDevice, stream));
-          st.pristine[k].emplace(t.name, std::move(copy));
-        }
-      st.input_hash[k] = hash_inputs(st, k);
-    }
-    for (const auto& t : st.tensors)
-      if (t.is_output) {
-        st.outputs.emplace(t.name, guarded(t.bytes, fresh(), stream));
-        st.ref_outputs.emplace(t.name, guarded(t.bytes, fresh(), stream));
+    // Inputs, pristine copies of in-place inputs, hashes and the candidates'
+    // output buffers (with fresh guard canaries). Called again after a
+    // subject fails: a candidate rejected for writing into an input or past
+    // its buffers must not leave that damage to the next subject (seen on
+    // the H200 with the replay corpus: later candidates were blamed).
+    auto prepare_state = [&] {
+      st.inputs.clear();
+      st.pristine.clear();
+      st.input_hash.clear();
+      st.inputs.resize(sets);
+      st.pristine.resize(sets);
+      st.input_hash.resize(sets);
+      for (std::size_t k = 0; k < sets; ++k) {
+        for (const auto& t : st.tensors)
+          if (!t.is_output) st.inputs[k].emplace(t.name, guarded(t.bytes, fresh(), stream));
+        generate_inputs(op, w, st, k, st.seeds[k]);
+        for (const auto& t : st.tensors)
+          if (t.in_place) {
+            guarded copy(t.bytes, fresh(), stream);
+            KOPT_CUDA(cudaMemcpyAsync(copy.data(), st.inputs[k].at(t.name).data(), static_cast<std::size_t>(t.bytes),
+                                      cudaMemcpyDeviceToDevice, stream));
+            st.pristine[k].emplace(t.name, std::move(copy));
+          }
+        st.input_hash[k] = hash_inputs(st, k);
       }
+      st.outputs.clear();
+      for (const auto& t : st.tensors)
+        if (t.is_output) st.outputs.emplace(t.name, guarded(t.bytes, fresh(), stream));
+    };
+    for (std::size_t k = 0; k < sets; ++k) st.seeds.push_back(seed_for(cfg.base_seed, w.id, k));
+    prepare_state();
+    for (const auto& t : st.tensors)
+      if (t.is_output) st.ref_outputs.emplace(t.name, guarded(t.bytes, fresh(), stream));
 
     auto fail_all = [&](const std::string& status, const std::string& message) {
       for (const auto& s : subjects)
@@ -992,6 +1017,15 @@ struct evaluator::impl {
           }
         }
         r["correctness"] = checks;
+        if (!timing) {
+          // Profiling worker (--profile-only): no clock in this process.
+          json c = profile_subject(op, s, plan, st, cfg);
+          c["attributes"] = s.attributes;
+          r["counters"] = std::move(c);
+          r["status"] = "ok";
+          results.push_back(r);
+          continue;
+        }
         auto tm = time_subject(op, s, plan, st, cfg);
         r["timing"] = tm.j;
         if (tm.sample_check_failed) {
@@ -1035,12 +1069,16 @@ struct evaluator::impl {
       } catch (const subject_failure& f) {
         r["status"] = f.status;
         r["message"] = f.message;
+        if (!f.status.empty() && f.status != "compile_error" && f.status != "compile_timeout" &&
+            f.status != "rejected_format")
+          prepare_state();
       }
       results.push_back(r);
     }
   }
 
   json calibrate() {
+    if (!timing) throw kopt::error("calibrate: this worker was started with --profile-only (no clock)");
     const std::int64_t bytes = std::int64_t{1} << 30;
     void *a = nullptr, *b = nullptr;
     KOPT_CUDA(cudaMalloc(&a, static_cast<std::size_t>(bytes)));
@@ -1078,8 +1116,8 @@ struct evaluator::impl {
   }
 };
 
-evaluator::evaluator(device_info dev, const compile::compiler& comp, emit_fn emit)
-    : p_(std::make_unique<impl>(std::move(dev), comp, std::move(emit))) {}
+evaluator::evaluator(device_info dev, const compile::compiler& comp, emit_fn emit, bool timing)
+    : p_(std::make_unique<impl>(std::move(dev), comp, std::move(emit), timing)) {}
 evaluator::~evaluator() = default;
 void evaluator::evaluate(const nlohmann::json& request) { p_->evaluate(request); }
 nlohmann::json evaluator::calibrate() { return p_->calibrate(); }

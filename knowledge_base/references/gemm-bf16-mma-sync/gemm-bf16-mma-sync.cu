@@ -10,7 +10,7 @@
 // each ldmatrix phase fall in distinct banks; bf16x2 stores in the epilogue.
 // Aimed at correctness and a clear structure, not peak: no wgmma/TMA, no
 // swizzle, no split-K (see wgmma-warpgroup-mma, tma-bulk-copy for the rest).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01): 24.0% of speed of light weighted over the config's workloads, 25.7% on m4096_n14336_k4096; 420.8x the naive reference.
 #include <cuda_bf16.h>
 
 #define BM 128

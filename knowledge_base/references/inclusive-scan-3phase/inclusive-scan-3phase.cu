@@ -14,7 +14,7 @@
 // in L2; the single-pass decoupled look-back (see the technique
 // warp-scan-decoupled-lookback) reads x once.
 // Tunable: BLOCK (threads per tile), ITEMS (elements per thread, multiple of 4).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01): 33.2% of speed of light weighted over the config's workloads, 44.0% on n67108864; 17.1x the naive reference.
 
 #define TILE (BLOCK * ITEMS)
 

