@@ -3,6 +3,7 @@
 // as the parent, so that template changes can be reviewed without calling a
 // provider. Measurements of the parent come from the store when one holds
 // them; otherwise the prompt says that none are stored.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -39,6 +40,7 @@ struct prompt_options {
   std::string gpu = "H200";
   std::string peaks_file;
   std::string parent;  // seed, baseline, reference; default: seed, else reference
+  std::int64_t candidate_id = 0;  // a stored candidate as the parent (wins over parent)
 };
 
 std::filesystem::path find_peak_table(const std::string& flag) {
@@ -141,7 +143,54 @@ void run_render(const prompt_options& o, const context& ctx) {
 
   std::string which = o.parent;
   if (which.empty()) which = op.seed ? "seed" : "reference";
-  if (which == "seed") {
+  std::vector<prompts::finding> stored_findings;
+  if (o.candidate_id > 0) {
+    // A stored candidate: its source and plan from the store, its
+    // measurements and diagnosis from its evaluations (the newest per
+    // workload, the full stage first).
+    store::store db = ctx.open_reader();
+    const auto rec = db.find_candidate(o.candidate_id);
+    if (!rec) throw kopt::not_found_error(fmt::format("no candidate {} in {}", o.candidate_id, db.path()));
+    json cj = rec->launch_plan;
+    cj["source"] = rec->source;
+    auto loaded_cand = config::load_candidate_text(cj.dump(), fmt::format("candidate {}", o.candidate_id),
+                                                   op.file.parent_path(), op);
+    if (!loaded_cand.ok()) {
+      for (const auto& d : loaded_cand.diagnostics) std::cerr << d.to_string() << '\n';
+      throw kopt::config_error(fmt::format("candidate {} does not fit {} (another operator's candidate?)",
+                                           o.candidate_id, o.config_file));
+    }
+    in.parent = *loaded_cand.cand;
+    which = fmt::format("candidate {}", o.candidate_id);
+    std::map<std::string, store::evaluation_record> best;
+    for (auto& e : db.evaluations_of(rec->id)) {
+      auto it = best.find(e.workload_key);
+      const bool better = it == best.end() || (e.stage == "full" && it->second.stage != "full") ||
+                          (e.stage == it->second.stage && e.created_at >= it->second.created_at);
+      if (better) best[e.workload_key] = std::move(e);
+    }
+    std::map<std::string, std::string> by_class;
+    std::vector<std::string> order;
+    for (const auto& w : op.workloads) {
+      const auto it = best.find(w.id);
+      if (it == best.end()) continue;
+      prompts::workload_measurement m;
+      m.workload = w.id;
+      m.status = std::string(store::to_string(it->second.status));
+      if (it->second.timing.median_ns) m.median_us = *it->second.timing.median_ns / 1000.0;
+      m.sol_fraction = it->second.sol_fraction;
+      in.measurements.push_back(std::move(m));
+      const json diag = it->second.counters.is_object() ? it->second.counters.value("diagnosis", json::object())
+                                                        : json::object();
+      for (const auto& f : diag.value("findings", json::array())) {
+        const std::string cls = f.value("class", "");
+        if (cls.empty()) continue;
+        if (!by_class.count(cls)) order.push_back(cls);
+        by_class[cls] += (by_class[cls].empty() ? "" : "; ") + w.id + ": " + f.value("summary", "");
+      }
+    }
+    for (const auto& c : order) stored_findings.push_back({c, by_class[c]});
+  } else if (which == "seed") {
     if (!op.seed) throw kopt::config_error(op.name + " has no seed; use --parent reference");
     in.parent = *op.seed;
   } else if (which == "baseline") {
@@ -151,7 +200,8 @@ void run_render(const prompt_options& o, const context& ctx) {
     in.parent = op.reference;
   }
   in.parent_label = which;
-  in.measurements = stored_measurements(ctx, op, *in.parent);
+  if (o.candidate_id <= 0) in.measurements = stored_measurements(ctx, op, *in.parent);
+  in.diagnosis = stored_findings;
   if (in.measurements.empty()) {
     in.measurements_note = "none are stored for the " + which + " kernel yet.";
   }
@@ -214,6 +264,10 @@ void register_prompt(CLI::App& app, context& ctx, exit_status& /*status*/) {
       ->type_name("FILE");
   cmd->add_option("--parent", opts->parent, "parent kernel (default: seed, else reference)")
       ->check(CLI::IsMember({"seed", "baseline", "reference"}));
+  cmd->add_option("--candidate", opts->candidate_id,
+                  "a stored candidate (id from `kopt log` / `kopt show`) as the parent, with its stored "
+                  "measurements and diagnosis")
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Measurements of the parent are read from the database when it holds some; otherwise\n"
       "the prompt says that none are stored. Optional items are listed on stderr.\n"

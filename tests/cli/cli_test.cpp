@@ -374,3 +374,21 @@ TEST_F(Cli, ReadsWhileAnotherConnectionHoldsTheWriteLock) {
   r = kopt({"--db", db(), "submit", example("rmsnorm.json").string()});
   EXPECT_EQ(r.code, 0) << r.err;
 }
+
+// `kopt prompt render --candidate ID`: a stored candidate as the parent. The
+// evaluation without a GPU stores the config's candidates (and exits 5), which
+// gives the store something to render from.
+TEST_F(Cli, PromptRenderTakesAStoredCandidateAsTheParent) {
+  REQUIRE_EXAMPLE("rmsnorm.json");
+  auto r = kopt({"--db", db(), "eval", example("rmsnorm.json").string()});
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present: this test covers the no-GPU path";
+  if (r.code == 2) GTEST_SKIP() << "kopt was built without the worker part (no `kopt eval`)";
+  ASSERT_EQ(r.code, 5) << r.err;
+  r = kopt({"--db", db(), "prompt", "render", example("rmsnorm.json").string(), "--candidate", "1", "--template",
+            "revise"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("## Current kernel (candidate 1)"), std::string::npos) << r.out.substr(0, 2000);
+  r = kopt({"--db", db(), "prompt", "render", example("rmsnorm.json").string(), "--candidate", "99"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("no candidate 99"), std::string::npos) << r.err;
+}
