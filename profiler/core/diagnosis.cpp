@@ -225,6 +225,19 @@ diagnosis diagnose(const diagnosis_input& in) {
                     {{"bank_conflicts", *bank}, {"instructions", *inst}}});
   }
 
+  // Low bandwidth is a symptom when the grid leaves SMs idle or no warp is
+  // resident to issue loads: the cause ranks first (a one-block kernel was
+  // reported "memory-bound far from peak" before, which points the model at
+  // the wrong fix).
+  const bool starved = std::any_of(fs.begin(), fs.end(), [](const finding& f) {
+    return f.cls == "under-filled-grid" || f.cls == "latency-bound" || f.cls == "occupancy-limited";
+  });
+  if (starved)
+    for (auto& f : fs)
+      if (f.cls == "memory-bound-far-from-peak") {
+        f.severity = std::min(f.severity, 0.5);
+        f.summary += " (a consequence of the idle SMs below)";
+      }
   std::stable_sort(fs.begin(), fs.end(), [](const finding& a, const finding& b) { return a.severity > b.severity; });
   // "near peak" is good news, not the bottleneck, unless it is all there is.
   d.findings = std::move(fs);
