@@ -1,5 +1,7 @@
 #include "cli/context.hpp"
 
+#include "campaign/submission.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -55,28 +57,7 @@ store::store context::open_reader() const {
 }
 
 store::store::put_operator_result store_operator(store::store& db, const config::operator_config& op) {
-  store::operator_record rec;
-  rec.name = op.name;
-  rec.op_type = op.op_type;
-  rec.config = op.snapshot();
-  rec.content_hash = op.content_hash();
-  if (!op.file.empty()) {
-    std::error_code ec;
-    const auto abs = std::filesystem::absolute(op.file, ec);
-    rec.source_path = ec ? op.file.string() : abs.lexically_normal().string();
-  }
-  std::vector<store::workload_record> workloads;
-  int position = 0;
-  for (const auto& w : op.workloads) {
-    store::workload_record wr;
-    wr.key = w.id;
-    wr.position = position++;
-    wr.axes = nlohmann::json::object();
-    for (const auto& [name, value] : w.axes) wr.axes[name] = value;
-    wr.weight = w.weight;
-    workloads.push_back(std::move(wr));
-  }
-  return db.put_operator(rec, workloads);
+  return campaign::store_operator(db, op);
 }
 
 }  // namespace kopt::cli

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "cli/exit_codes.hpp"
@@ -44,6 +46,24 @@ void add_eval_options(CLI::App& cmd, eval_options& o) {
       ->capture_default_str();
   cmd.add_option("--base-seed", o.base_seed, "base seed of the generated inputs")
       ->capture_default_str();
+}
+
+std::optional<runner::subject_spec> load_candidate_subject(const std::string& file, const config::operator_config& op) {
+  auto c = config::load_candidate_file(file, op);
+  for (const auto& d : c.diagnostics) std::cerr << d.to_string() << '\n';
+  if (!c.ok()) return std::nullopt;
+  return runner::subject_spec{"candidate", store::candidate_origin::llm, c.cand->to_json(), {}, {}, {}, file};
+}
+
+std::vector<std::string> resolve_workloads(const config::operator_config& op, const std::vector<std::string>& wanted,
+                                           const std::string& config_file) {
+  for (const auto& w : wanted)
+    if (std::none_of(op.workloads.begin(), op.workloads.end(), [&](const auto& x) { return x.id == w; }))
+      throw kopt::config_error(fmt::format("--workloads: no workload \"{}\" in {}", w, config_file));
+  if (!wanted.empty()) return wanted;
+  std::vector<std::string> all;
+  for (const auto& w : op.workloads) all.push_back(w.id);
+  return all;
 }
 
 std::string find_peaks_file(const std::string& flag) {

@@ -37,6 +37,15 @@ struct eval_options {
 
 void add_eval_options(CLI::App& cmd, eval_options& o);
 
+// A candidate file checked against `op` as subject "candidate"; its
+// diagnostics go to stderr; nullopt when it does not validate.
+std::optional<runner::subject_spec> load_candidate_subject(const std::string& file, const config::operator_config& op);
+
+// `wanted` checked against the operator's workloads (kopt::config_error
+// naming an unknown id and `config_file`), or every workload when empty.
+std::vector<std::string> resolve_workloads(const config::operator_config& op, const std::vector<std::string>& wanted,
+                                           const std::string& config_file);
+
 // Finds configs/hardware/gpus.json (or the --peaks file).
 std::string find_peaks_file(const std::string& flag);
 

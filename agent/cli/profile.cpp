@@ -109,13 +109,12 @@ Needs a GPU; without one it compile-checks and exits with code 5.)");
     const config::operator_config& op = *loaded.op;
     std::vector<runner::subject_spec> subjects;
     if (!o->candidate.empty()) {
-      auto c = config::load_candidate_file(o->candidate, op);
-      for (const auto& d : c.diagnostics) std::cerr << d.to_string() << '\n';
-      if (!c.ok()) {
+      auto subject = load_candidate_subject(o->candidate, op);
+      if (!subject) {
         status.code = exit_invalid;
         return;
       }
-      subjects.push_back({"candidate", store::candidate_origin::llm, c.cand->to_json(), {}, {}, {}, o->candidate});
+      subjects.push_back(std::move(*subject));
     } else if (op.seed) {
       subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
     } else if (op.baseline) {
@@ -123,12 +122,7 @@ Needs a GPU; without one it compile-checks and exits with code 5.)");
     } else {
       o->run.time_reference = true;
     }
-    std::vector<std::string> wl = o->workloads;
-    for (const auto& w : wl)
-      if (std::none_of(op.workloads.begin(), op.workloads.end(), [&](const auto& x) { return x.id == w; }))
-        throw kopt::config_error(fmt::format("--workloads: no workload \"{}\" in {}", w, o->config));
-    if (wl.empty())
-      for (const auto& w : op.workloads) wl.push_back(w.id);
+    const std::vector<std::string> wl = resolve_workloads(op, o->workloads, o->config);
     o->run.counters = o->full ? "full" : "default";
     if (!o->metrics.empty()) {
       std::stringstream ss(o->metrics);

@@ -75,6 +75,17 @@ json read_json_file(const std::filesystem::path& file) {
   }
 }
 
+// One evaluation per workload into `best`: the full stage over others, then
+// the newest.
+void keep_newest(std::map<std::string, store::evaluation_record>& best, std::vector<store::evaluation_record> evals) {
+  for (auto& e : evals) {
+    auto it = best.find(e.workload_key);
+    const bool better = it == best.end() || (e.stage == "full" && it->second.stage != "full") ||
+                        (e.stage == it->second.stage && e.created_at >= it->second.created_at);
+    if (better) best[e.workload_key] = std::move(e);
+  }
+}
+
 // The newest stored evaluations of `parent` for this operator's content, one
 // per workload (stage "full" preferred), or nothing. A missing or unreadable
 // database is not an error here: the prompt then says none are stored.
@@ -101,15 +112,8 @@ std::vector<prompts::workload_measurement> stored_measurements(const context& ct
     for (const auto& c : db.list_campaigns()) {
       if (c.operator_id != rec->id) continue;
       std::map<std::string, store::evaluation_record> best;
-      for (const auto& cand : db.candidates_of(c.id)) {
-        if (cand.source != parent.source) continue;
-        for (auto& e : db.evaluations_of(cand.id)) {
-          auto it = best.find(e.workload_key);
-          const bool better = it == best.end() || (e.stage == "full" && it->second.stage != "full") ||
-                              (e.stage == it->second.stage && e.created_at >= it->second.created_at);
-          if (better) best[e.workload_key] = std::move(e);
-        }
-      }
+      for (const auto& cand : db.candidates_of(c.id))
+        if (cand.source == parent.source) keep_newest(best, db.evaluations_of(cand.id));
       if (best.empty()) continue;
       for (const auto& w : op.workloads) {
         const auto it = best.find(w.id);
@@ -163,12 +167,7 @@ void run_render(const prompt_options& o, const context& ctx) {
     in.parent = *loaded_cand.cand;
     which = fmt::format("candidate {}", o.candidate_id);
     std::map<std::string, store::evaluation_record> best;
-    for (auto& e : db.evaluations_of(rec->id)) {
-      auto it = best.find(e.workload_key);
-      const bool better = it == best.end() || (e.stage == "full" && it->second.stage != "full") ||
-                          (e.stage == it->second.stage && e.created_at >= it->second.created_at);
-      if (better) best[e.workload_key] = std::move(e);
-    }
+    keep_newest(best, db.evaluations_of(rec->id));
     std::map<std::string, std::string> by_class;
     std::vector<std::string> order;
     for (const auto& w : op.workloads) {

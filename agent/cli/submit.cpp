@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "campaign/submission.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
@@ -23,31 +24,6 @@ struct submit_options {
   std::string team;
   bool json = false;
 };
-
-template <typename T>
-nlohmann::json opt_json(const std::optional<T>& v) {
-  if (v) return nlohmann::json(*v);
-  return nullptr;
-}
-
-// The campaign part of the config, typed fields only, so that what the
-// daemon reads from campaigns.settings_json does not depend on how the
-// snapshot happens to be laid out.
-nlohmann::json settings_json(const config::campaign_settings& c) {
-  return nlohmann::json{
-      {"provider", c.provider},
-      {"model", c.model},
-      {"budget",
-       {{"iterations", opt_json(c.limits.iterations)},
-        {"wall_time_s", opt_json(c.limits.wall_time_s)},
-        {"tokens", opt_json(c.limits.tokens)},
-        {"cost_usd", opt_json(c.limits.cost_usd)}}},
-      {"target_sol_fraction", c.target_sol_fraction},
-      {"candidates_per_iteration", c.candidates_per_iteration},
-      {"dropout_p", c.dropout_p},
-      {"seed", c.seed},
-  };
-}
 
 }  // namespace
 
@@ -73,7 +49,7 @@ void register_submit(CLI::App& app, context& ctx, exit_status& /*status*/) {
     store::campaign_record c;
     c.provider = op.campaign.provider;
     c.model = op.campaign.model;
-    c.settings = settings_json(op.campaign);
+    c.settings = campaign::campaign_settings_json(op.campaign);
     c.budget = {op.campaign.limits.iterations, op.campaign.limits.wall_time_s,
                 op.campaign.limits.tokens, op.campaign.limits.cost_usd};
     c.priority = opts->priority;

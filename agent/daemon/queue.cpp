@@ -1,5 +1,7 @@
 #include "daemon/queue.hpp"
 
+#include "campaign/submission.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -19,11 +21,6 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <typename T>
-json opt_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 void add_event(store::store& db, store::row_id id, const std::string& kind,
                const std::string& message, json data = json::object(),
@@ -63,49 +60,16 @@ void set_request(store::store& db, store::row_id id, std::optional<std::string> 
 
 }  // namespace
 
-json campaign_settings_json(const config::campaign_settings& c) {
-  return json{{"provider", c.provider},
-              {"model", c.model},
-              {"budget",
-               {{"iterations", opt_json(c.limits.iterations)},
-                {"wall_time_s", opt_json(c.limits.wall_time_s)},
-                {"tokens", opt_json(c.limits.tokens)},
-                {"cost_usd", opt_json(c.limits.cost_usd)}}},
-              {"target_sol_fraction", c.target_sol_fraction},
-              {"candidates_per_iteration", c.candidates_per_iteration},
-              {"dropout_p", c.dropout_p},
-              {"seed", c.seed}};
-}
-
 submit_result submit_campaign(store::store& db, const config::operator_config& op,
                               std::int64_t priority, const std::string& team,
                               const std::string& origin) {
-  // The operator as cli::store_operator() records it (kopt::cli depends on
-  // this library, not the other way round).
-  store::operator_record rec;
-  rec.name = op.name;
-  rec.op_type = op.op_type;
-  rec.config = op.snapshot();
-  rec.content_hash = op.content_hash();
-  if (!op.file.empty()) rec.source_path = op.file.string();
-  std::vector<store::workload_record> workloads;
-  int position = 0;
-  for (const auto& w : op.workloads) {
-    store::workload_record wr;
-    wr.key = w.id;
-    wr.position = position++;
-    wr.axes = json::object();
-    for (const auto& [name, value] : w.axes) wr.axes[name] = value;
-    wr.weight = w.weight;
-    workloads.push_back(std::move(wr));
-  }
   store::transaction tx(db.db());
-  const auto put = db.put_operator(rec, workloads);
+  const auto put = campaign::store_operator(db, op);
   store::campaign_record c;
   c.operator_id = put.operator_id;
   c.provider = op.campaign.provider;
   c.model = op.campaign.model;
-  c.settings = campaign_settings_json(op.campaign);
+  c.settings = campaign::campaign_settings_json(op.campaign);
   c.budget = {op.campaign.limits.iterations, op.campaign.limits.wall_time_s,
               op.campaign.limits.tokens, op.campaign.limits.cost_usd};
   c.priority = priority;
@@ -114,7 +78,7 @@ submit_result submit_campaign(store::store& db, const config::operator_config& o
   add_event(db, id, "submitted", "queued from " + origin,
             {{"operator_id", put.operator_id},
              {"new_operator", put.created},
-             {"content_hash", rec.content_hash},
+             {"content_hash", op.content_hash()},
              {"priority", priority},
              {"team", team},
              {"origin", origin}});

@@ -25,10 +25,6 @@ namespace kopt::daemon {
 
 // --- submitting ------------------------------------------------------------
 
-// The campaign part of an operator config as campaigns.settings_json keeps
-// it (the same fields `kopt submit` writes).
-nlohmann::json campaign_settings_json(const config::campaign_settings& c);
-
 struct submit_result {
   store::row_id campaign_id = 0;
   store::row_id operator_id = 0;
