@@ -167,17 +167,18 @@ class daemon_process {
     const std::string logp = log_path().string();
     const std::string cfg = (dir_ / "daemon.json").string();
     std::vector<std::string> argv{kopt_exe(), "daemon", "--config", cfg};
+    // Built before fork: no allocation in the child (see run_kopt).
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    for (auto& s : env) e.push_back(s.data());
+    e.push_back(nullptr);
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
       const int fd = open(logp.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       dup2(fd, 1);
       dup2(fd, 2);
-      std::vector<char*> a, e;
-      for (auto& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      for (auto& s : env) e.push_back(s.data());
-      e.push_back(nullptr);
       execve(a[0], a.data(), e.data());
       _exit(127);
     }
@@ -286,17 +287,20 @@ inline std::pair<int, std::string> run_kopt(const std::vector<std::string>& args
                                             const fs::path& out_dir, const std::string& tag) {
   const std::string outp = (out_dir / (tag + ".out")).string();
   const std::string errp = (out_dir / (tag + ".err")).string();
+  // Everything that allocates happens before fork: callers run this from
+  // several threads, and a child that calls malloc after fork can deadlock on
+  // a lock another thread held at the fork (seen as a 600 s hang under ASan).
+  std::vector<std::string> a{kopt_exe()};
+  a.insert(a.end(), args.begin(), args.end());
+  std::vector<char*> av;
+  for (auto& s : a) av.push_back(s.data());
+  av.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     const int o = open(outp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = open(errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, 1);
     dup2(e, 2);
-    std::vector<std::string> a{kopt_exe()};
-    a.insert(a.end(), args.begin(), args.end());
-    std::vector<char*> av;
-    for (auto& s : a) av.push_back(s.data());
-    av.push_back(nullptr);
     execv(av[0], av.data());
     _exit(127);
   }
