@@ -14,7 +14,12 @@ Checks (each failure is printed as FAIL and makes the exit code 1):
 - the expected error text, where the manifest gives one;
 - the winner is the expected answer (a warning only with
   --allow-other-winner), and no correct, honest candidate was measured
-  faster than the winner by more than the noise margin (3 %);
+  faster than the winner by more than the noise margin (3 %, weighted
+  geometric mean) without also being slower than the winner on some
+  workload by more than the campaign's promotion_max_regression (default
+  5 %) plus that margin: such a candidate trades one shape for others,
+  which the promotion rule refuses, so it is reported (WARN) but is not a
+  faster candidate the campaign missed;
 - with --other-db (the killed-and-resumed run): the same winner (same
   source hash and launch plan) and the same set of candidates.
 
@@ -29,6 +34,7 @@ import sys
 from collections import defaultdict
 
 NOISE = 0.03  # a correct candidate this much faster than the winner is a failure
+MAX_REGRESSION = 0.05  # campaign default of loop.promotion_max_regression (agent/campaign/promotion.hpp)
 
 
 def connect(path):
@@ -208,16 +214,42 @@ def check(manifest, camp, allow_other_winner, out):
         rows.append(row)
 
     # The winner.
-    exp = manifest["expected_winner"]
+    exp = manifest["expected_winner"]  # an answer's index, or "seed"
     got = answer_of.get(winner_id)
+    if got is None and camp.by_id.get(winner_id, {}).get("origin") == "seed":
+        got = "seed"
     win_desc = f"candidate {winner_id} = answer {got}" if got else f"candidate {winner_id} ({camp.by_id.get(winner_id, {}).get('origin')})"
     if got != exp:
         msg = f"the winner is {win_desc}, the manifest expects answer {exp}"
         (warns if allow_other_winner else fails).append(msg)
-    # No correct, honest candidate measurably faster than the winner.
+    # No correct, honest candidate measurably faster than the winner, under
+    # the campaign's own rule: faster by weighted geomean beyond the noise
+    # margin, and on no workload slower by more than max_regression (plus the
+    # margin, since the two were measured in different requests).
+    try:
+        settings = json.loads(c["settings_json"] or "{}")
+    except ValueError:
+        settings = {}
+    max_reg = settings.get("loop", {}).get("promotion_max_regression", MAX_REGRESSION)
+
+    def judge(cid, label, mine, theirs, keys):
+        g_c, g_w = camp.geomean(mine, keys), camp.geomean(theirs, keys)
+        if not (g_c and g_w and g_c < g_w * (1 - NOISE)):
+            return
+        who = f"candidate {cid} (answer {answer_of.get(cid, camp.by_id[cid]['origin'])})"
+        worst_id = max(keys, key=lambda w: mine[w] / theirs[w])
+        r = mine[worst_id] / theirs[worst_id]
+        worst = camp.workloads[worst_id]["key"]
+        if r > 1 + max_reg + NOISE:
+            warns.append(f"{who} measured {fmt_us(g_c)} on {label}, faster than the winner's {fmt_us(g_w)} "
+                         f"by weighted geomean, but {100 * (r - 1):.1f} % slower on {worst}: a trade the "
+                         f"promotion rule refuses (max_regression {100 * max_reg:.0f} %)")
+        else:
+            fails.append(f"{who} measured {fmt_us(g_c)} on {label}, faster than the winner's {fmt_us(g_w)}")
+
     if winner_id:
         all_w = list(camp.workloads)
-        w_full = camp.geomean(camp.medians(winner_id, "full"), all_w)
+        w_full = camp.medians(winner_id, "full")
         w_screen = camp.medians(winner_id, "screen")
         for cand in camp.candidates:
             cid = cand["id"]
@@ -226,16 +258,16 @@ def check(manifest, camp, allow_other_winner, out):
             st = camp.statuses(cid)
             if not st or st != {"ok"}:
                 continue  # incorrect, cheating or never measured
-            full = camp.geomean(camp.medians(cid, "full"), all_w)
-            if full and w_full and full < w_full * (1 - NOISE):
-                fails.append(f"candidate {cid} (answer {answer_of.get(cid, cand['origin'])}) measured "
-                             f"{fmt_us(full)} on the full sweep, faster than the winner's {fmt_us(w_full)}")
+            full = camp.medians(cid, "full")
+            if all(w in full and w in w_full for w in all_w):
+                # Swept in full: that sweep (and the compare it led to) is
+                # what decided, not the screen subset.
+                judge(cid, "the full sweep", full, w_full, all_w)
+                continue
             scr = camp.medians(cid, "screen")
             keys = [w for w in scr if w in w_screen]
-            g_c, g_w = camp.geomean(scr, keys), camp.geomean(w_screen, keys)
-            if g_c and g_w and g_c < g_w * (1 - NOISE):
-                fails.append(f"candidate {cid} (answer {answer_of.get(cid, cand['origin'])}) measured "
-                             f"{fmt_us(g_c)} on screen, faster than the winner's {fmt_us(g_w)}")
+            if keys:
+                judge(cid, "screen", scr, w_screen, keys)
     for x in camp.candidates:
         if x["origin"] in ("seed", "baseline"):
             rows.append({"answer": x["origin"], "file": "-", "category": x["origin"], "expected": "ok",

@@ -42,6 +42,11 @@ void register_eval(CLI::App& app, context& ctx, exit_status& status) {
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout");
   cmd->add_flag("--no-store", o->no_store, "do not write the result to the database");
   add_eval_options(*cmd, o->run);
+  cmd->add_option("--repeat", o->run.repeat,
+                 "evaluate N times over one worker and report each run's wall time from request to "
+                 "stored result (every run is stored); for throughput benchmarks")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmd->footer(R"(Examples:
   kopt eval configs/examples/rmsnorm.json
   kopt eval configs/examples/rmsnorm.json --candidate my_kernel.json --workloads t16_h4096 --json

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -142,8 +143,10 @@ eval_outcome run_evaluation(const config::operator_config& op,
   wo.gpu = o.gpu;
   if (wo.worker_exe.empty()) wo.worker_exe = runner::default_worker_exe();
   runner::worker_client client(wo);
+  const auto start_t0 = std::chrono::steady_clock::now();
   try {
     client.start();
+    out.worker_start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_t0).count();
     out.gpu = true;
   } catch (const kopt::error& e) {
     out.no_gpu_reason = e.what();
@@ -226,35 +229,51 @@ eval_outcome run_evaluation(const config::operator_config& op,
   if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
   // Counters (kopt profile) come from a separate --profile-only worker.
   runner::worker_client profiler(runner::profiler_options(wo));
-  out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
-    if (m.value("type", "") == "workload_result")
-      spdlog::info("workload {} done", m.value("workload", ""));
-  });
-  client.stop();
-  profiler.stop();
   std::optional<harness::gpu_peaks> peaks;
-  if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
-    peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
-  if (!peaks)
-    spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
-                 out.report.device.value("name", ""));
+  bool peaks_looked_up = false;
   std::vector<std::string> roles;
   for (const auto& s : subjects) roles.push_back(s.role);
   if (o.time_reference) roles.push_back("reference");
-  for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
-  if (db) {
-    out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
-                                              subjects, out.report, out.summaries, stage);
-    for (const auto& e : out.report.events) {
-      store::event_record ev;
-      ev.campaign_id = *campaign_id;
-      ev.kind = "worker_restart";
-      ev.message = e;
-      db->add_event(ev);
+  using steady = std::chrono::steady_clock;
+  for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
+    eval_timing t;
+    const auto t0 = steady::now();
+    out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
+      if (m.value("type", "") == "workload_result")
+        spdlog::info("workload {} done", m.value("workload", ""));
+    });
+    const auto t1 = steady::now();
+    t.request_s = std::chrono::duration<double>(t1 - t0).count();
+    if (!peaks_looked_up) {
+      peaks_looked_up = true;
+      if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
+        peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
+      if (!peaks)
+        spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
+                     out.report.device.value("name", ""));
     }
-    if (stage == "eval")
-      db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
+    out.summaries.clear();
+    for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
+    if (db) {
+      out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
+                                                subjects, out.report, out.summaries, stage);
+      for (const auto& e : out.report.events) {
+        store::event_record ev;
+        ev.campaign_id = *campaign_id;
+        ev.kind = "worker_restart";
+        ev.message = e;
+        db->add_event(ev);
+      }
+    }
+    t.store_s = std::chrono::duration<double>(steady::now() - t1).count();
+    out.timings.push_back(t);
+    if (o.repeat > 1)
+      spdlog::info("run {}/{}: {:.3f} s from request to stored result", rep + 1, o.repeat, t.total_s());
   }
+  client.stop();
+  profiler.stop();
+  if (db && stage == "eval")
+    db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
   for (const auto& [r, s] : out.summaries)
     if (s.overall_status != "ok") out.exit_code = exit_invalid;
   return out;
@@ -274,6 +293,10 @@ json eval_outcome::to_json() const {
     for (const auto& [r, sum] : summaries) s[r] = sum.to_json();
     j["results"] = s;
     j["events"] = report.events;
+    json tj = json::array();
+    for (const auto& t : timings)
+      tj.push_back({{"request_s", t.request_s}, {"store_s", t.store_s}, {"request_to_stored_s", t.total_s()}});
+    j["timing"] = {{"worker_start_s", worker_start_s}, {"runs", tj}};
   }
   if (campaign_id) j["campaign_id"] = *campaign_id;
   j["candidate_ids"] = candidate_ids;
@@ -305,6 +328,12 @@ std::string eval_outcome::render() const {
                     report.device.value("driver_version", ""), report.device.value("sm_count", 0));
     for (const auto& [r, s] : summaries) out += "\n" + runner::render_table(s);
     for (const auto& e : report.events) out += "event: " + e + "\n";
+    if (timings.size() > 1) {
+      out += fmt::format("\nworker start: {:.3f} s\n", worker_start_s);
+      for (std::size_t i = 0; i < timings.size(); ++i)
+        out += fmt::format("run {}: {:.3f} s from request to stored result (worker {:.3f} s, store {:.3f} s)\n",
+                           i + 1, timings[i].total_s(), timings[i].request_s, timings[i].store_s);
+    }
   }
   if (campaign_id) out += fmt::format("\nstored as campaign {}\n", *campaign_id);
   return out;

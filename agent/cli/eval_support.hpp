@@ -33,6 +33,9 @@ struct eval_options {
   // metric list (wins over the tier).
   std::string counters = "none";
   std::vector<std::string> metrics;
+  // Evaluate this many times over the same worker (a benchmark of the
+  // steady state a campaign sees: worker started, reference outputs cached).
+  int repeat = 1;
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);
@@ -56,6 +59,13 @@ struct compile_check {
   nlohmann::json meta;
 };
 
+// Wall time of one evaluation's phases, seconds.
+struct eval_timing {
+  double request_s = 0;  // request written to the worker -> its last result read
+  double store_s = 0;    // summaries and the SQLite transaction
+  double total_s() const { return request_s + store_s; }
+};
+
 struct eval_outcome {
   bool gpu = false;
   std::string no_gpu_reason;
@@ -64,6 +74,8 @@ struct eval_outcome {
   std::map<std::string, runner::evaluation_summary> summaries;
   std::optional<std::int64_t> campaign_id;
   std::map<std::string, std::int64_t> candidate_ids;
+  double worker_start_s = 0;          // spawn -> hello (device opened, calibrated)
+  std::vector<eval_timing> timings;   // one per repeat
   int exit_code = 0;
   nlohmann::json to_json() const;
   std::string render() const;

@@ -2,6 +2,8 @@
 // same load + index + retrieve path as a campaign's prompt builder, so
 // `kopt kb search --bottleneck X --operator Y --budget N` shows exactly the
 // snippets a prompt for that diagnosis would get.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,6 +16,8 @@
 #include "kb/library.hpp"
 
 #ifdef KOPT_HAVE_WORKER
+#include "cli/eval_support.hpp"
+#include "config/operator.hpp"
 #include "kb/compile_check.hpp"
 #include "runner/worker_client.hpp"
 #endif
@@ -42,6 +46,8 @@ struct kb_options {
   std::string id;
   // lint
   bool compile = false;
+  bool run = false;
+  int gpu = 0;
   std::string compile_arch = "sm_90a";
   std::string worker;
 };
@@ -194,19 +200,121 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
   });
 }
 
+#ifdef KOPT_HAVE_WORKER
+// A reference document's kernels are its operator config's baseline (and
+// seed, if any), checked like any candidate: compiled for the target
+// architecture by --compile; with --run, evaluated on the GPU against the
+// config's naive reference on every workload (2 seeds, short timing: this is
+// a correctness check with a speed-of-light figure, not a benchmark).
+struct reference_check {
+  std::string id, file, config;
+  bool ok = false;
+  std::string problem;   // first failure, empty when ok
+  json detail = json::object();
+};
+
+std::vector<runner::subject_spec> reference_subjects(const config::operator_config& op) {
+  std::vector<runner::subject_spec> subjects;
+  if (op.baseline)
+    subjects.push_back({"baseline", store::candidate_origin::baseline, op.baseline->to_json(), {}, {}, {}, {}});
+  if (op.seed) subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
+  return subjects;
+}
+
+reference_check check_reference(const kb::document& d, const kb_options& o, bool run) {
+  reference_check rc;
+  rc.id = d.id;
+  rc.file = d.file;
+  rc.config = d.config_path;
+  auto loaded = config::load_operator_file(d.config_path);
+  if (!loaded.ok()) {
+    std::string msg;
+    for (const auto& x : loaded.diagnostics) msg += x.to_string() + "; ";
+    rc.problem = "its config does not validate: " + msg;
+    return rc;
+  }
+  const config::operator_config& op = *loaded.op;
+  const auto subjects = reference_subjects(op);
+  if (subjects.empty()) {
+    rc.problem = "its config has no baseline or seed kernel to check";
+    return rc;
+  }
+  eval_options eo;
+  eo.arch = o.compile_arch;
+  eo.worker = o.worker;
+  eo.gpu = o.gpu;
+  if (!run) {
+    json cj = json::array();
+    for (const auto& c : compile_check_all(op, subjects, eo)) {
+      cj.push_back({{"role", c.role}, {"status", c.status}});
+      if (c.status != "ok" && rc.problem.empty())
+        rc.problem = c.role + " kernel: " + c.status + ": " + c.log.substr(0, 1500);
+    }
+    rc.detail["compile"] = cj;
+    rc.ok = rc.problem.empty();
+    return rc;
+  }
+  eo.seeds = 2;
+  eo.min_time_s = 0.02;
+  eo.max_time_s = 0.2;
+  std::vector<std::string> wl;
+  for (const auto& w : op.workloads) wl.push_back(w.id);
+  const eval_outcome out = run_evaluation(op, subjects, wl, eo, nullptr, "lint");
+  if (!out.gpu) {
+    // Nothing ran; what could be checked without a GPU was (compile).
+    json cj = json::array();
+    for (const auto& c : out.compile_checks) {
+      cj.push_back({{"role", c.role}, {"status", c.status}});
+      if (c.status != "ok" && rc.problem.empty())
+        rc.problem = c.role + " kernel: " + c.status + ": " + c.log.substr(0, 1500);
+    }
+    rc.detail["compile"] = cj;
+    rc.detail["needs_gpu"] = out.no_gpu_reason;
+    rc.ok = rc.problem.empty();
+    return rc;
+  }
+  json roles = json::object();
+  for (const auto& [role, sum] : out.summaries) {
+    roles[role] = {{"status", sum.overall_status},
+                   {"workloads", sum.rows.size()},
+                   {"ok", sum.ok},
+                   {"weighted_sol_fraction", sum.weighted_sol_fraction}};
+    if (sum.overall_status != "ok" && rc.problem.empty()) {
+      rc.problem = role + " kernel: " + sum.overall_status;
+      for (const auto& r : sum.rows)
+        if (r.status != "ok") {
+          rc.problem += " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
+          break;
+        }
+    }
+  }
+  rc.detail["roles"] = roles;
+  rc.detail["gpu"] = out.report.device.value("name", "");
+  rc.ok = rc.problem.empty();
+  return rc;
+}
+#endif
+
 void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status& status) {
   CLI::App* cmd = group.add_subcommand("lint", "Validate every knowledge-base document (techniques and references)");
   cmd->add_flag("--json", o->json_out, "print the diagnostics as JSON on stdout");
   cmd->add_flag("--compile", o->compile,
                 "also compile each Example with NVRTC (default parameter values; worker build)");
+  cmd->add_flag("--run", o->run,
+                "on a GPU: also evaluate every reference document's kernels against its config's naive "
+                "reference on all workloads (implies --compile; exit code 5 without a GPU)");
+  cmd->add_option("--gpu", o->gpu, "CUDA device ordinal for --run")->capture_default_str();
   cmd->add_option("--arch", o->compile_arch, "architecture of --compile")->capture_default_str();
   cmd->add_option("--worker", o->worker,
                   "kopt-worker used as the isolated compiler (default: $KOPT_WORKER, then beside "
                   "kopt; in-process NVRTC when absent)");
   cmd->footer(
+      "--compile compiles each technique's Example and each reference's kernels (its config's\n"
+      "baseline and seed, plus the naive reference) for --arch; --run evaluates the references on the GPU.\n"
       "Exit code 0 when every document is valid (warnings allowed), 1 when any is not,\n"
-      "5 when --compile is asked of a build without the worker.\n"
-      "Example: kopt kb lint --compile --kb-dir ~/my-techniques");
+      "5 when --compile is asked of a build without the worker or --run finds no GPU.\n"
+      "Examples: kopt kb lint --compile --kb-dir ~/my-techniques\n"
+      "          kopt kb lint --run --json > kb-check.json");
   cmd->callback([o, &status] {
     const kb::load_result lr = load(*o);
     std::size_t errors = 0, warnings = 0;
@@ -217,7 +325,10 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       else std::cerr << d.to_string() << '\n';
     }
     json compiled = json::array();
-    std::size_t compile_failures = 0;
+    json refs = json::array();
+    std::size_t compile_failures = 0, reference_failures = 0;
+    bool no_gpu = false;
+    if (o->run) o->compile = true;
     if (o->compile) {
 #ifdef KOPT_HAVE_WORKER
       const std::string worker = o->worker.empty() ? runner::default_worker_exe() : o->worker;
@@ -230,7 +341,32 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       for (const auto& d : lr.documents) {
         // A reference's kernels live in its operator config, which `kopt eval`
         // compile-checks (and checks on a GPU); it has no Example to compile.
-        if (d.is_reference()) continue;
+        if (d.is_reference()) {
+          // After the first "no GPU", the rest are compile-checked only.
+          const reference_check rc = check_reference(d, *o, o->run && !no_gpu);
+          if (rc.detail.contains("needs_gpu")) {
+            if (!no_gpu) std::cerr << "kopt: kb lint --run: no GPU (" << rc.detail["needs_gpu"].get<std::string>()
+                                   << "); references are compile-checked only\n";
+            no_gpu = true;
+          }
+          if (!rc.ok) ++reference_failures;
+          if (o->json_out) {
+            refs.push_back(json{{"id", rc.id}, {"file", rc.file}, {"config", rc.config}, {"ok", rc.ok},
+                                {"problem", rc.problem}, {"detail", rc.detail}});
+          } else if (!rc.ok) {
+            std::cerr << rc.file << ": error: reference " << (o->run ? "check" : "compile") << " failed: "
+                      << rc.problem << '\n';
+          } else if (o->run && rc.detail.contains("roles")) {
+            std::string sol;
+            for (const auto& [role, v] : rc.detail.at("roles").items())
+              sol += fmt::format(" {} {:.1f}% SOL", role, 100.0 * v.value("weighted_sol_fraction", 0.0));
+            std::cerr << rc.file << ": reference correct on " << rc.detail.at("roles").begin()->value("workloads", 0)
+                      << " workloads on " << rc.detail.value("gpu", "") << ";" << sol << '\n';
+          } else {
+            std::cerr << rc.file << ": reference kernels compile for " << o->compile_arch << '\n';
+          }
+          continue;
+        }
         const kb::compile_outcome c = kb::compile_example(d, o->compile_arch, comp.get());
         if (!c.ok) ++compile_failures;
         const int line = d.ex ? d.ex->source_line : 0;
@@ -261,7 +397,7 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       return;
 #endif
     }
-    const bool valid = errors == 0 && compile_failures == 0;
+    const bool valid = errors == 0 && compile_failures == 0 && reference_failures == 0;
     if (o->json_out) {
       json j{{"valid", valid},
              {"files", lr.files},
@@ -272,6 +408,9 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       if (o->compile) {
         j["compile"] = compiled;
         j["compile_failures"] = compile_failures;
+        j["references"] = refs;
+        j["reference_failures"] = reference_failures;
+        j["references_run"] = o->run;
       }
       print_json(j);
     } else {
@@ -280,10 +419,11 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
                 << (warnings == 1 ? "" : "s");
       if (o->compile)
         std::cout << ", " << compile_failures << " example" << (compile_failures == 1 ? "" : "s")
-                  << " failing to compile";
+                  << " failing to compile, " << reference_failures << " reference"
+                << (reference_failures == 1 ? "" : "s") << (o->run ? " failing on the GPU" : " failing to compile");
       std::cout << '\n';
     }
-    status.code = valid ? exit_ok : exit_invalid;
+    status.code = !valid ? exit_invalid : no_gpu ? exit_no_gpu : exit_ok;
   });
 }
 

@@ -343,8 +343,8 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     }
     if (kb_index) {
       const std::string op_class = kb_operator_class(op);
-      hooks.snippets = [kb_index, op_class](const campaign::prompt_context& ctx) {
-        return kb_snippets(*kb_index, op_class, ctx);
+      hooks.snippets = [kb_index, op_class](const campaign::prompt_context& pc) {
+        return kb_snippets(*kb_index, op_class, pc);
       };
     }
     const bool tty = isatty(STDOUT_FILENO) == 1 && !o->json_out;

@@ -536,7 +536,11 @@ struct evaluator::impl {
     for (const auto& l : plan.launches) names.insert(l.kernel);
     auto ws = make_workspaces(plan);
     const std::size_t sets = st.inputs.size();
-    const std::size_t batch = cfg.batch;
+    // Samples go out in batches (one wait and one CUPTI flush per batch).
+    // A slow kernel gets smaller batches, so that one batch does not run far
+    // past the time limit (8 samples of a naive 2 s reference would be 16 s
+    // for a 1 s limit); set from the first warm-up call below.
+    std::size_t batch = cfg.batch;
     std::vector<cudaEvent_t> evs(2 * batch);
     for (auto& e : evs) KOPT_CUDA(cudaEventCreate(&e));
     struct cleanup {
@@ -601,6 +605,12 @@ struct evaluator::impl {
     do {
       one_sample(0, wi++);
       wait(cfg.launch_timeout_ms, s.role + " warm-up");
+      if (wi == 1) {
+        const double first_s = std::chrono::duration<double>(clock_type::now() - w0).count();
+        const double per_batch_s = std::max(0.05, cfg.rule.max_time_s / 4);
+        if (first_s * static_cast<double>(batch) > per_batch_s)
+          batch = std::clamp<std::size_t>(static_cast<std::size_t>(per_batch_s / first_s), 1, batch);
+      }
     } while (std::chrono::duration<double>(clock_type::now() - w0).count() < cfg.warmup_s);
     activity_timer::instance().collect();
     if (!foreign.empty()) foreign.clear();
@@ -694,6 +704,7 @@ struct evaluator::impl {
                              {"max", cs.empty() ? 0 : cs.back()}};
     out.j["measure_s"] = std::chrono::duration<double>(clock_type::now() - t0).count();
     out.j["input_sets"] = sets;
+    out.j["batch"] = batch;
     // Raw samples are kept (bounded) for interleaved comparisons and audits.
     std::vector<double> raw(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(kept.size(), 2000)));
     out.j["samples_ns"] = raw;
@@ -934,6 +945,10 @@ struct evaluator::impl {
       for (const auto& t : st.tensors)
         if (t.is_output) st.outputs.emplace(t.name, guarded(t.bytes, fresh(), stream));
     };
+    // Wall time of each phase (seconds), reported with the timing so that
+    // "where does an evaluation's time go" is answered from the store.
+    auto since = [](clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); };
+    const auto t_prepare = clock_type::now();
     for (std::size_t k = 0; k < sets; ++k) st.seeds.push_back(seed_for(cfg.base_seed, w.id, k));
     prepare_state();
     for (const auto& t : st.tensors)
@@ -957,6 +972,8 @@ struct evaluator::impl {
       return;
     }
     const std::string op_hash = op.content_hash();
+    const double prepare_s = since(t_prepare);
+    const auto t_reference = clock_type::now();
     try {
       for (std::size_t k = 0; k < sets; ++k) {
         const std::string key = fmt::format("{}|{}|{}", op_hash, w.id, st.seeds[k]);
@@ -978,6 +995,7 @@ struct evaluator::impl {
       return;
     }
 
+    const double reference_s = since(t_reference);
     for (auto& s : subjects) {
       if (&s == &ref && !cfg.time_reference) continue;
       current_role = s.role;
@@ -1005,6 +1023,8 @@ struct evaluator::impl {
         }
         r["launches"] = launches;
         // Correctness on every seed before any timing.
+        json phases = {{"workload_prepare", prepare_s}, {"workload_reference", reference_s}};
+        auto t_phase = clock_type::now();
         json checks = json::array();
         for (std::size_t k = 0; k < sets; ++k) {
           auto got = checked_call(s, plan, st, k, &s == &ref, cfg.launch_timeout_ms);
@@ -1017,6 +1037,8 @@ struct evaluator::impl {
           }
         }
         r["correctness"] = checks;
+        phases["checks"] = since(t_phase);
+        t_phase = clock_type::now();
         if (!timing) {
           // Profiling worker (--profile-only): no clock in this process.
           json c = profile_subject(op, s, plan, st, cfg);
@@ -1028,6 +1050,8 @@ struct evaluator::impl {
         }
         auto tm = time_subject(op, s, plan, st, cfg);
         r["timing"] = tm.j;
+        phases["timing"] = since(t_phase);
+        t_phase = clock_type::now();
         if (tm.sample_check_failed) {
           r["sample_check"] = tm.sample_check;
           throw subject_failure{"rejected_integrity",
@@ -1058,7 +1082,9 @@ struct evaluator::impl {
           if (!ok)
             throw subject_failure{"rejected_integrity",
                                   "correct during the checks but wrong on fresh inputs after timing (caching or replay of results)"};
+          phases["recheck"] = since(t_phase);
         }
+        r["timing"]["phases_s"] = phases;
         if (!cfg.metrics.empty()) {
           current_role = s.role;
           json c = profile_subject(op, s, plan, st, cfg);

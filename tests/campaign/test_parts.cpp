@@ -150,6 +150,18 @@ TEST(Promotion, HalfPercentInsideNoiseIsATieTwentyPercentPromotes) {
   auto slow = noisy(11500, 0.01, 7);
   mixed.workloads["n1k"] = slow.workloads["n1k"];
   EXPECT_EQ(decide_promotion(noisy(10000, 0.01, 8), mixed, w, {}).v, promotion_decision::verdict::worse);
+  // A few percent slower on one workload inside max_regression (default 5 %)
+  // does not veto a clear weighted win; a stricter rule does.
+  auto small_loss = noisy(7000, 0.01, 9);
+  small_loss.workloads["n16m"] = noisy(10300, 0.01, 10).workloads["n16m"];
+  const auto inc2 = noisy(10000, 0.01, 8);
+  const auto ok = decide_promotion(inc2, small_loss, w, {});
+  EXPECT_TRUE(ok.promoted()) << ok.reason;
+  promotion_rule strict;
+  strict.max_regression = 0.01;
+  const auto refused = decide_promotion(inc2, small_loss, w, strict);
+  EXPECT_EQ(refused.v, promotion_decision::verdict::worse) << refused.reason;
+  EXPECT_NE(refused.reason.find("n16m"), std::string::npos) << refused.reason;
 }
 
 prompt_context ctx_for(const json& parent, std::uint64_t seed, std::set<std::string>* tried) {

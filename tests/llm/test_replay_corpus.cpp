@@ -100,7 +100,14 @@ TEST_P(ReplayCorpus, ManifestCoversTheCatalogue) {
       EXPECT_EQ(a.at("index"), m.at("expected_winner"));
     }
   }
-  EXPECT_EQ(winners, 1);
+  // "seed": no answer beats the operator's seed (rmsnorm on the H200; the
+  // manifest's winner_history says why); otherwise exactly one answer wins.
+  if (m.at("expected_winner") == "seed") {
+    EXPECT_EQ(winners, 0);
+    EXPECT_TRUE(m.contains("winner_history")) << "say why the seed is expected to win";
+  } else {
+    EXPECT_EQ(winners, 1);
+  }
   int compile_errors = 0, wrong = 0;
   for (const json& a : answers) {
     compile_errors += a.value("compile", "") == "error" ? 1 : 0;

@@ -170,6 +170,38 @@ TEST_F(WorkerIntegrity, EveryCheatIsCaughtWithItsStatus) {
   EXPECT_EQ(rep.restarts, 3);
 }
 
+// A rejected candidate's damage (a written input, a smashed guard region, a
+// hidden global) must not be blamed on the next subject of the same request:
+// the worker regenerates inputs and output buffers after a failed subject.
+// The replay corpus on the H200 showed correct answers failing right after
+// an input-mutating or out-of-bounds one before this reset existed.
+TEST_F(WorkerIntegrity, DamageIsNotBlamedOnTheNextSubject) {
+  const json op = snapshot(scale_add_operator());
+  const std::string good = idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];";
+  json subjects = json::array();
+  auto add = [&](const std::string& role, const json& c) { subjects.push_back({{"role", role}, {"candidate", c}}); };
+  add("input_mutation", candidate(idx + "  if (i < n) { out[i] = 2.0f * x[i] + y[i]; ((float*)x)[i] = 5.0f; }"));
+  add("good_after_mutation", candidate(good));
+  add("out_of_bounds", candidate(good + "\n  if (i == 0) { out[n + 40] = 1.0f; out[-3] = 1.0f; }"));
+  add("good_after_oob", candidate(good));
+  add("partial_output", candidate(idx + "  if (i < n / 3) out[i] = 2.0f * x[i] + y[i];"));
+  add("good_after_partial", candidate(good));
+  const auto rep = run(op, subjects, {"odd", "m2"});
+  auto result = [&](const std::string& w, const std::string& role) {
+    auto it = rep.results.find(w);
+    if (it == rep.results.end() || !it->second.count(role)) return std::pair<std::string, std::string>{"<missing>", ""};
+    return std::pair{it->second.at(role).status, it->second.at(role).message};
+  };
+  for (const auto& w : {"odd", "m2"}) {
+    SCOPED_TRACE(w);
+    EXPECT_EQ(result(w, "input_mutation").first, "rejected_integrity") << result(w, "input_mutation").second;
+    EXPECT_EQ(result(w, "out_of_bounds").first, "rejected_integrity") << result(w, "out_of_bounds").second;
+    EXPECT_EQ(result(w, "partial_output").first, "incorrect");
+    for (const auto* g : {"good_after_mutation", "good_after_oob", "good_after_partial"})
+      EXPECT_EQ(result(w, g).first, "ok") << g << ": " << result(w, g).second;
+  }
+}
+
 TEST_F(WorkerIntegrity, FasterThanSpeedOfLightIsRejected) {
   // The roofline claims 1000x the bytes the operator moves: an honest
   // kernel then "beats" physics, which must be an integrity failure.
