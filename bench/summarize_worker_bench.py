@@ -35,19 +35,22 @@ def ncu_median(n):
         return None, 0
     return (statistics.median(vals) if vals else None), len(vals)
 
-print("| workload | bytes moved | kopt median (run 1) | ncu gpu__time_duration median | difference | kopt median over 5 runs: min / max | spread (max-min)/median |")
-print("|---|---|---|---|---|---|---|")
-for w, n in sizes.items():
-    meds = [r[w]["median_ns"] for r in runs + large if w in r and r[w]["status"] == "ok"]
-    ncu, cnt = ncu_median(n)
-    if not meds:
-        print(f"| {w} | {8*n/1e6:.0f} MB | failed | | | | |")
-        continue
-    k1 = meds[0]
-    diff = f"{100*(k1-ncu)/ncu:+.2f} %" if ncu else "n/a"
-    spread = (max(meds) - min(meds)) / statistics.median(meds)
-    print(f"| {w} | {8*n/1e6:.0f} MB | {k1/1e3:.2f} us | {ncu/1e3 if ncu else float('nan'):.2f} us ({cnt} launches) | {diff} | "
-          f"{min(meds)/1e3:.2f} / {max(meds)/1e3:.2f} us | {100*spread:.2f} % ({len(meds)} runs) |")
+if not runs and not large:
+    print("Fidelity and repeatability: not run (PARTS without fidelity).")
+else:
+    print("| workload | bytes moved | kopt median (run 1) | ncu gpu__time_duration median | difference | kopt median over 5 runs: min / max | spread (max-min)/median |")
+    print("|---|---|---|---|---|---|---|")
+    for w, n in sizes.items():
+        meds = [r[w]["median_ns"] for r in runs + large if w in r and r[w]["status"] == "ok"]
+        ncu, cnt = ncu_median(n)
+        if not meds:
+            print(f"| {w} | {8*n/1e6:.0f} MB | failed | | | | |")
+            continue
+        k1 = meds[0]
+        diff = f"{100*(k1-ncu)/ncu:+.2f} %" if ncu else "n/a"
+        spread = (max(meds) - min(meds)) / statistics.median(meds)
+        print(f"| {w} | {8*n/1e6:.0f} MB | {k1/1e3:.2f} us | {ncu/1e3 if ncu else float('nan'):.2f} us ({cnt} launches) | {diff} | "
+              f"{min(meds)/1e3:.2f} / {max(meds)/1e3:.2f} us | {100*spread:.2f} % ({len(meds)} runs) |")
 
 print()
 walls = {}

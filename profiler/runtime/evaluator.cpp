@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -103,6 +105,95 @@ struct subject {
   std::string fail_message;
 };
 
+// Host memory for the downloads of checked outputs: page-locked and reused.
+// A fresh pageable buffer per download (zero-filled, page-faulted, then a
+// staged copy) cost about 50 ms per seed for a 58 MB output on the H200
+// machine, more than the kernel checks themselves (phase times of the
+// throughput benchmark, docs/benchmarks.md). Beyond pinned_cap the pool
+// hands out plain heap memory rather than pin more.
+class host_pool {
+ public:
+  class block {
+   public:
+    block() = default;
+    block(host_pool* pool, char* p, std::size_t cap, std::size_t n, bool pinned)
+        : pool_(pool), p_(p), cap_(cap), n_(n), pinned_(pinned) {}
+    block(block&& o) noexcept { *this = std::move(o); }
+    block& operator=(block&& o) noexcept {
+      if (this != &o) {
+        release();
+        pool_ = std::exchange(o.pool_, nullptr);
+        p_ = std::exchange(o.p_, nullptr);
+        cap_ = std::exchange(o.cap_, 0);
+        n_ = std::exchange(o.n_, 0);
+        pinned_ = std::exchange(o.pinned_, false);
+      }
+      return *this;
+    }
+    block(const block&) = delete;
+    block& operator=(const block&) = delete;
+    ~block() { release(); }
+    char* data() const { return p_; }
+    std::size_t size() const { return n_; }
+
+   private:
+    void release() {
+      if (!p_) return;
+      if (pinned_) pool_->free_.emplace(cap_, p_);
+      else delete[] p_;
+      p_ = nullptr;
+    }
+    host_pool* pool_ = nullptr;
+    char* p_ = nullptr;
+    std::size_t cap_ = 0, n_ = 0;
+    bool pinned_ = false;
+  };
+
+  host_pool() = default;
+  host_pool(const host_pool&) = delete;
+  host_pool& operator=(const host_pool&) = delete;
+  ~host_pool() {
+    for (auto& [cap, p] : free_) cudaFreeHost(p);
+  }
+
+  block acquire(std::size_t n) {
+    const std::size_t want = std::max<std::size_t>(n, 1);
+    // The smallest free block that fits, unless it would waste most of itself.
+    if (auto it = free_.lower_bound(want); it != free_.end() && it->first <= 4 * want + (std::size_t{1} << 20)) {
+      block b(this, it->second, it->first, n, true);
+      free_.erase(it);
+      return b;
+    }
+    if (pinned_total_ + want <= pinned_cap) {
+      void* p = nullptr;
+      if (cudaMallocHost(&p, want) == cudaSuccess) {
+        pinned_total_ += want;
+        return block(this, static_cast<char*>(p), want, n, true);
+      }
+      cudaGetLastError();  // not sticky; fall back to the heap
+    }
+    return block(this, new char[want], want, n, false);
+  }
+
+ private:
+  static constexpr std::size_t pinned_cap = std::size_t{2} << 30;
+  std::multimap<std::size_t, char*> free_;
+  std::size_t pinned_total_ = 0;
+};
+
+using host_blocks = std::vector<host_pool::block>;
+
+std::vector<const char*> data_of(const host_blocks& v) {
+  std::vector<const char*> out;
+  for (const auto& b : v) out.push_back(b.data());
+  return out;
+}
+std::vector<const char*> data_of(const std::vector<std::string>& v) {
+  std::vector<const char*> out;
+  for (const auto& b : v) out.push_back(b.data());
+  return out;
+}
+
 struct settings {
   int seeds = 3;
   std::uint64_t base_seed = 20261130;
@@ -130,6 +221,7 @@ struct evaluator::impl {
   unsigned long long* scratch = nullptr;  // device counters
   static constexpr int scratch_slots = 4096;
   std::mt19937_64 rng{std::random_device{}()};
+  host_pool downloads;  // before anything that holds its blocks
   // What is running, for the fatal message if it dies.
   std::string cur_id, cur_role, cur_workload;
 
@@ -145,7 +237,9 @@ struct evaluator::impl {
   std::uint64_t fresh() { return rng(); }
 
   // Reference outputs cached across requests: key = operator hash|workload|seed.
-  std::map<std::string, std::vector<std::string>> ref_cache;
+  // Shared, not copied, into each workload's state (a copy of a large
+  // output cost tens of milliseconds per seed).
+  std::map<std::string, std::shared_ptr<const std::vector<std::string>>> ref_cache;
   // Created on first use: CUPTI's profiler is initialized only when counters
   // are asked for, so plain evaluations never pay for it.
   std::unique_ptr<range_profiler> profiler;
@@ -242,7 +336,7 @@ struct evaluator::impl {
     std::map<std::string, guarded> outputs;      // candidate outputs
     std::map<std::string, guarded> ref_outputs;  // reference's own outputs
     // per seed: outputs (and in-place inputs' final states), in tensor order
-    std::vector<std::vector<std::string>> expected;
+    std::vector<std::shared_ptr<const std::vector<std::string>>> expected;
     std::vector<std::uint64_t> seeds;
   };
 
@@ -462,8 +556,22 @@ struct evaluator::impl {
 
   // One checked call: poison, launch, wait, guards, input hashes, download.
   // Returns the checked tensors' contents (outputs + in-place inputs).
-  std::vector<std::string> checked_call(subject& s, const resolved_plan& plan, workload_state& st, std::size_t k,
-                                        bool reference, int timeout_ms) {
+  // Downloads the checked tensors (outputs and in-place inputs of set k).
+  host_blocks download_checked(const workload_state& st, std::size_t k, bool reference, const char* what) {
+    const auto& outs = reference ? st.ref_outputs : st.outputs;
+    host_blocks got;
+    for (const auto* t : checked_tensors(st)) {
+      auto host = downloads.acquire(static_cast<std::size_t>(t->bytes));
+      const void* src = t->is_output ? outs.at(t->name).data() : st.inputs[k].at(t->name).data();
+      KOPT_CUDA(cudaMemcpyAsync(host.data(), src, host.size(), cudaMemcpyDeviceToHost, stream));
+      got.push_back(std::move(host));
+    }
+    wait(60000, what);
+    return got;
+  }
+
+  host_blocks checked_call(subject& s, const resolved_plan& plan, workload_state& st, std::size_t k,
+                           bool reference, int timeout_ms) {
     restore_in_place(st, k);
     auto& outs = reference ? st.ref_outputs : st.outputs;
     for (const auto& t : st.tensors)
@@ -495,19 +603,11 @@ struct evaluator::impl {
           throw subject_failure{"rejected_integrity",
                                 fmt::format("modified input '{}', which the operator does not declare in_place", name)};
     }
-    std::vector<std::string> got;
-    for (const auto* t : checked_tensors(st)) {
-      std::string host(static_cast<std::size_t>(t->bytes), '\0');
-      const void* src = t->is_output ? outs.at(t->name).data() : st.inputs[k].at(t->name).data();
-      KOPT_CUDA(cudaMemcpyAsync(host.data(), src, host.size(), cudaMemcpyDeviceToHost, stream));
-      got.push_back(std::move(host));
-    }
-    wait(60000, "download");
-    return got;
+    return download_checked(st, k, reference, "download");
   }
 
-  json compare_all(const config::operator_config& op, const workload_state& st, const std::vector<std::string>& got,
-                   const std::vector<std::string>& expected, bool& passed) {
+  json compare_all(const config::operator_config& op, const workload_state& st, const std::vector<const char*>& got,
+                   const std::vector<const char*>& expected, bool& passed) {
     json per = json::object();
     passed = true;
     std::size_t i = 0;
@@ -515,7 +615,7 @@ struct evaluator::impl {
       if (!(t.is_output || t.in_place)) continue;
       const config::tensor* spec = op.find_tensor(t.name);
       const config::tolerance tol = spec && spec->tol ? *spec->tol : op.tol;
-      const auto r = compare_outputs(got[i].data(), expected[i].data(), static_cast<std::size_t>(t.elements), t.type,
+      const auto r = compare_outputs(got[i], expected[i], static_cast<std::size_t>(t.elements), t.type,
                                      t.shape, tol);
       per[t.name] = r.to_json();
       passed = passed && r.passed;
@@ -662,16 +762,9 @@ struct evaluator::impl {
       if (!checked && (coin(rng) == 0 || issued >= 4 * batch)) {
         checked = true;
         const std::size_t k = (i - 1) % sets;
-        std::vector<std::string> got_out;
-        for (const auto* t : checked_tensors(st)) {
-          std::string host(static_cast<std::size_t>(t->bytes), '\0');
-          const void* src = t->is_output ? st.outputs.at(t->name).data() : st.inputs[k].at(t->name).data();
-          KOPT_CUDA(cudaMemcpyAsync(host.data(), src, host.size(), cudaMemcpyDeviceToHost, stream));
-          got_out.push_back(std::move(host));
-        }
-        wait(60000, "download");
+        const host_blocks got_out = download_checked(st, k, false, "download");
         bool ok = true;
-        out.sample_check = compare_all(op, st, got_out, st.expected[k], ok);
+        out.sample_check = compare_all(op, st, data_of(got_out), data_of(*st.expected[k]), ok);
         if (!ok) {
           out.sample_check_failed = true;
           break;
@@ -752,16 +845,9 @@ struct evaluator::impl {
       out["tier"] = cfg.counters_tier;
       out["chip"] = profiler->chip();
       // Outputs after the profiled run(s) must still match the reference.
-      std::vector<std::string> got;
-      for (const auto* t : checked_tensors(st)) {
-        std::string host(static_cast<std::size_t>(t->bytes), '\0');
-        const void* src = t->is_output ? st.outputs.at(t->name).data() : st.inputs[0].at(t->name).data();
-        KOPT_CUDA(cudaMemcpyAsync(host.data(), src, host.size(), cudaMemcpyDeviceToHost, stream));
-        got.push_back(std::move(host));
-      }
-      wait(60000, "counters pass download");
+      const host_blocks got = download_checked(st, 0, false, "counters pass download");
       bool ok = true;
-      compare_all(op, st, got, st.expected[0], ok);
+      compare_all(op, st, data_of(got), data_of(*st.expected[0]), ok);
       out["outputs_verified"] = ok;
       restore_in_place(st, 0);
     } catch (const kopt::error& e) {
@@ -981,14 +1067,18 @@ struct evaluator::impl {
           st.expected.push_back(it->second);
           continue;
         }
-        auto got = checked_call(ref, ref_plan, st, k, true, 600000);
+        const host_blocks got = checked_call(ref, ref_plan, st, k, true, 600000);
+        auto owned = std::make_shared<std::vector<std::string>>();
         std::size_t bytes = 0;
-        for (const auto& g : got) bytes += g.size();
+        for (const auto& g : got) {
+          owned->emplace_back(g.data(), g.size());
+          bytes += g.size();
+        }
         if (ref_cache_bytes + bytes < (std::size_t{8} << 30)) {
-          ref_cache[key] = got;
+          ref_cache[key] = owned;
           ref_cache_bytes += bytes;
         }
-        st.expected.push_back(std::move(got));
+        st.expected.push_back(std::move(owned));
       }
     } catch (const subject_failure& f) {
       fail_all("reference_failed", "the reference failed: " + f.status + ": " + f.message);
@@ -1027,9 +1117,9 @@ struct evaluator::impl {
         auto t_phase = clock_type::now();
         json checks = json::array();
         for (std::size_t k = 0; k < sets; ++k) {
-          auto got = checked_call(s, plan, st, k, &s == &ref, cfg.launch_timeout_ms);
+          const host_blocks got = checked_call(s, plan, st, k, &s == &ref, cfg.launch_timeout_ms);
           bool ok = true;
-          json per = compare_all(op, st, got, st.expected[k], ok);
+          json per = compare_all(op, st, data_of(got), data_of(*st.expected[k]), ok);
           checks.push_back({{"seed", st.seeds[k]}, {"passed", ok}, {"outputs", per}});
           if (!ok) {
             r["correctness"] = checks;
@@ -1067,11 +1157,11 @@ struct evaluator::impl {
                                       cudaMemcpyDeviceToDevice, stream));
           st.input_hash[0] = hash_inputs(st, 0);
           current_role = "reference";
-          auto expected = checked_call(ref, ref_plan, st, 0, true, 600000);
+          const host_blocks expected = checked_call(ref, ref_plan, st, 0, true, 600000);
           current_role = s.role;
-          auto got = checked_call(s, plan, st, 0, &s == &ref, cfg.launch_timeout_ms);
+          const host_blocks got = checked_call(s, plan, st, 0, &s == &ref, cfg.launch_timeout_ms);
           bool ok = true;
-          json per = compare_all(op, st, got, expected, ok);
+          json per = compare_all(op, st, data_of(got), data_of(expected), ok);
           r["recheck"] = {{"passed", ok}, {"outputs", per}};
           // Restore seed 0's inputs for the next subject.
           generate_inputs(op, w, st, 0, st.seeds[0]);

@@ -275,3 +275,34 @@ TEST(Compare, ToJsonSpellsNonFiniteValues) {
   EXPECT_NO_THROW((void)j.dump());
   EXPECT_EQ(nlohmann::json::parse(j.dump()), j);
 }
+
+// The per-dtype loop skips bit-identical elements and keeps the largest
+// relative error as a fraction (no division per element): its maxima and
+// counts must equal a plain element-by-element computation, on data large
+// enough to be split over threads.
+TEST(Compare, FastLoopMatchesAPlainComputation) {
+  const std::size_t n = (std::size_t{1} << 22) + 12345;
+  std::vector<float> e(n), a(n);
+  std::uint32_t x = 12345;
+  auto next = [&] { x = x * 1664525u + 1013904223u; return x; };
+  for (std::size_t i = 0; i < n; ++i) {
+    e[i] = static_cast<float>(static_cast<int>(next() % 20001) - 10000) / 1000.0f;
+    const std::uint32_t r = next() % 8;
+    a[i] = r < 5 ? e[i] : e[i] + static_cast<float>(static_cast<int>(next() % 201) - 100) * 1e-4f;
+  }
+  const tolerance t = tol(1e-3, 1e-3, 0.5);
+  double max_abs = 0, max_rel = 0;
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(e[i]));
+    max_abs = std::max(max_abs, d);
+    if (e[i] != 0.0f) max_rel = std::max(max_rel, d / std::fabs(static_cast<double>(e[i])));
+    failed += d > t.atol && d > t.rtol * std::fabs(static_cast<double>(e[i])) ? 1 : 0;
+  }
+  const auto r = cmp_f32(a, e, t);
+  EXPECT_EQ(r.failed, failed);
+  EXPECT_DOUBLE_EQ(r.max_abs_err, max_abs);
+  EXPECT_DOUBLE_EQ(r.max_rel_err, max_rel);
+  EXPECT_GT(failed, 0u);
+  EXPECT_LT(failed, n / 2);
+}
