@@ -127,3 +127,70 @@ TEST_F(KbCli, ShowAndItsErrors) {
   EXPECT_EQ(kopt({"kb", "search", "--bottleneck", "slowness"}).code, 1);
   EXPECT_EQ(kopt({"kb", "search", "--budget", "-1"}).code, 2);
 }
+
+// `kb lint --run` checks a reference document's kernels: without a GPU it
+// says so, compile-checks them instead and exits 5; on a GPU it evaluates
+// them against the config's naive reference and they must pass. One
+// reference, copied with its config, keeps the test short.
+TEST_F(KbCli, LintRunChecksReferenceKernelsOrSaysThereIsNoGpu) {
+  // kopt's argmax reference config, under a document of its own without
+  // cross-references (kopt's documents are left out with --no-builtin).
+  const fs::path src = fs::path(KOPT_SOURCE_DIR) / "knowledge_base/references";
+  fs::create_directories(dir_ / "refs");
+  fs::copy(src / "argmax-row-warp", dir_ / "refs/argmax-row-warp", fs::copy_options::recursive);
+  write("refs/argmax-row-warp.md", R"(---
+id: argmax-row-warp
+title: Row-wise argmax, one block per row
+bottlenecks: [memory-bound-far-from-peak]
+operators: [topk]
+arch: [sm_80]
+tags: [argmax]
+kind: reference
+config: argmax-row-warp/operator.json
+---
+
+## What it computes
+
+The index of the largest value of each row.
+
+## Techniques
+
+A (value, index) warp-shuffle reduction, then one across the warps of the block.
+
+## When to use it
+
+Greedy sampling over a vocabulary.
+
+## How to see it in the counters
+
+DRAM throughput near peak at large shapes.
+
+## Measured
+
+PENDING
+)");
+  const result r = kopt({"kb", "--no-builtin", "--kb-dir", (dir_ / "refs").string(), "lint", "--run", "--json"});
+  if (r.out.empty()) {
+    // A build without the worker cannot compile or run anything.
+    EXPECT_EQ(r.code, 5) << r.err;
+    EXPECT_NE(r.err.find("needs a build with the worker"), std::string::npos) << r.err;
+    return;
+  }
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["references"].size(), 1u) << r.out;
+  const json& ref = j["references"][0];
+  EXPECT_EQ(ref["id"], "argmax-row-warp");
+  EXPECT_TRUE(ref["ok"].get<bool>()) << ref.dump(2);
+  EXPECT_EQ(j["reference_failures"], 0);
+  if (r.code == 5) {
+    EXPECT_TRUE(ref["detail"].contains("needs_gpu")) << ref.dump(2);
+    ASSERT_TRUE(ref["detail"].contains("compile")) << ref.dump(2);
+    EXPECT_EQ(ref["detail"]["compile"].size(), 2u);  // the naive reference and the baseline
+    for (const auto& c : ref["detail"]["compile"]) EXPECT_EQ(c["status"], "ok") << c.dump();
+    EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
+  } else {
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(j["references_run"].get<bool>());
+    EXPECT_EQ(ref["detail"]["roles"]["baseline"]["status"], "ok") << ref.dump(2);
+  }
+}
