@@ -254,6 +254,9 @@ eval_outcome run_evaluation(const config::operator_config& op,
     }
     out.summaries.clear();
     for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
+    // With --repeat, a failure in any run fails the command, not only in the last.
+    for (const auto& [r, sm] : out.summaries)
+      if (sm.overall_status != "ok") out.exit_code = exit_invalid;
     if (db) {
       out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
                                                 subjects, out.report, out.summaries, stage);

@@ -259,7 +259,14 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
   eo.max_time_s = 0.2;
   std::vector<std::string> wl;
   for (const auto& w : op.workloads) wl.push_back(w.id);
-  const eval_outcome out = run_evaluation(op, subjects, wl, eo, nullptr, "lint");
+  eval_outcome out;
+  try {
+    out = run_evaluation(op, subjects, wl, eo, nullptr, "lint");
+  } catch (const kopt::error& e) {
+    // A worker or device error is this reference's failure, not the lint's end.
+    rc.problem = std::string("evaluation failed: ") + e.what();
+    return rc;
+  }
   if (!out.gpu) {
     // Nothing ran; what could be checked without a GPU was (compile).
     json cj = json::array();
@@ -410,7 +417,7 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
         j["compile_failures"] = compile_failures;
         j["references"] = refs;
         j["reference_failures"] = reference_failures;
-        j["references_run"] = o->run;
+        j["references_run"] = o->run && !no_gpu;
       }
       print_json(j);
     } else {
@@ -420,7 +427,7 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       if (o->compile)
         std::cout << ", " << compile_failures << " example" << (compile_failures == 1 ? "" : "s")
                   << " failing to compile, " << reference_failures << " reference"
-                << (reference_failures == 1 ? "" : "s") << (o->run ? " failing on the GPU" : " failing to compile");
+                << (reference_failures == 1 ? "" : "s") << (o->run && !no_gpu ? " failing on the GPU" : " failing to compile");
       std::cout << '\n';
     }
     status.code = !valid ? exit_invalid : no_gpu ? exit_no_gpu : exit_ok;

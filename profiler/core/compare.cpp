@@ -77,8 +77,11 @@ partial compare_range_t(const void* actual, const void* expected, std::size_t be
         const double d = std::fabs(a - e);
         const double ae = std::fabs(e);
         p.max_abs = std::max(p.max_abs, d);
-        if (ae != 0.0 && d * rel_den > rel_num * ae) {
-          rel_num = d;
+        if constexpr (type == config::dtype::float64) {
+          // Products of float64 values can overflow: divide.
+          if (ae != 0.0) p.max_rel = std::max(p.max_rel, d / ae);
+        } else if (ae != 0.0 && d * rel_den > rel_num * ae) {
+          rel_num = d;  // float32 and narrower: the products fit a double
           rel_den = ae;
         }
         fail = d > tol.atol && d > tol.rtol * ae;

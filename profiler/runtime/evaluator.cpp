@@ -135,6 +135,9 @@ class host_pool {
     ~block() { release(); }
     char* data() const { return p_; }
     std::size_t size() const { return n_; }
+    // Never reuse this memory: a copy into it may still be in flight (an
+    // error between issuing the copies and waiting for them).
+    void abandon() { p_ = nullptr; }
 
    private:
     void release() {
@@ -163,6 +166,13 @@ class host_pool {
       block b(this, it->second, it->first, n, true);
       free_.erase(it);
       return b;
+    }
+    // At the cap, give back free blocks (largest first) before pinning more.
+    while (pinned_total_ + want > pinned_cap && !free_.empty()) {
+      auto last = std::prev(free_.end());
+      cudaFreeHost(last->second);
+      pinned_total_ -= last->first;
+      free_.erase(last);
     }
     if (pinned_total_ + want <= pinned_cap) {
       void* p = nullptr;
@@ -560,13 +570,18 @@ struct evaluator::impl {
   host_blocks download_checked(const workload_state& st, std::size_t k, bool reference, const char* what) {
     const auto& outs = reference ? st.ref_outputs : st.outputs;
     host_blocks got;
-    for (const auto* t : checked_tensors(st)) {
-      auto host = downloads.acquire(static_cast<std::size_t>(t->bytes));
-      const void* src = t->is_output ? outs.at(t->name).data() : st.inputs[k].at(t->name).data();
-      KOPT_CUDA(cudaMemcpyAsync(host.data(), src, host.size(), cudaMemcpyDeviceToHost, stream));
-      got.push_back(std::move(host));
+    try {
+      for (const auto* t : checked_tensors(st)) {
+        auto host = downloads.acquire(static_cast<std::size_t>(t->bytes));
+        const void* src = t->is_output ? outs.at(t->name).data() : st.inputs[k].at(t->name).data();
+        got.push_back(std::move(host));
+        KOPT_CUDA(cudaMemcpyAsync(got.back().data(), src, got.back().size(), cudaMemcpyDeviceToHost, stream));
+      }
+      wait(60000, what);
+    } catch (...) {
+      for (auto& b : got) b.abandon();
+      throw;
     }
-    wait(60000, what);
     return got;
   }
 

@@ -306,3 +306,15 @@ TEST(Compare, FastLoopMatchesAPlainComputation) {
   EXPECT_GT(failed, 0u);
   EXPECT_LT(failed, n / 2);
 }
+
+// float64 keeps dividing for the relative error: the products the narrower
+// types compare could overflow at magnitudes near 1e300.
+TEST(Compare, Float64RelativeErrorAtExtremeMagnitudes) {
+  const std::vector<double> e = {1e300, 2e300, 1e-300, 3.0};
+  const std::vector<double> a = {1.5e300, 2e300, 1.2e-300, 3.0};
+  const auto r = compare_outputs(a.data(), e.data(), e.size(), dtype::float64, {4}, tol(0, 1.0));
+  EXPECT_DOUBLE_EQ(r.max_rel_err, 0.5);
+  EXPECT_DOUBLE_EQ(r.max_abs_err, 0.5e300);
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_TRUE(r.passed);
+}
