@@ -68,17 +68,7 @@ Needs a GPU for correctness and timing; without one it compile-checks and exits 
       }
       subjects.push_back(std::move(*subject));
     } else {
-      if (op.baseline)
-        subjects.push_back({"baseline",
-                            store::candidate_origin::baseline,
-                            op.baseline->to_json(),
-                            {},
-                            {},
-                            {},
-                            {}});
-      if (op.seed)
-        subjects.push_back(
-            {"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
+      subjects = config_subjects(op);
       if (subjects.empty()) {
         // Nothing but the reference: time the reference itself.
         o->run.time_reference = true;

@@ -56,6 +56,14 @@ std::optional<runner::subject_spec> load_candidate_subject(const std::string& fi
   return runner::subject_spec{"candidate", store::candidate_origin::llm, c.cand->to_json(), {}, {}, {}, file};
 }
 
+std::vector<runner::subject_spec> config_subjects(const config::operator_config& op) {
+  std::vector<runner::subject_spec> subjects;
+  if (op.baseline)
+    subjects.push_back({"baseline", store::candidate_origin::baseline, op.baseline->to_json(), {}, {}, {}, {}});
+  if (op.seed) subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
+  return subjects;
+}
+
 std::vector<std::string> resolve_workloads(const config::operator_config& op, const std::vector<std::string>& wanted,
                                            const std::string& config_file) {
   for (const auto& w : wanted)
@@ -229,8 +237,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
   // Counters (kopt profile) come from a separate --profile-only worker.
   runner::worker_client profiler(runner::profiler_options(wo));
-  std::optional<harness::gpu_peaks> peaks;
-  bool peaks_looked_up = false;
+  std::optional<harness::gpu_peaks> peaks;  // looked up once the first report names the GPU
   std::vector<std::string> roles;
   for (const auto& s : subjects) roles.push_back(s.role);
   if (o.time_reference) roles.push_back("reference");
@@ -244,8 +251,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
     });
     const auto t1 = steady::now();
     t.request_s = std::chrono::duration<double>(t1 - t0).count();
-    if (!peaks_looked_up) {
-      peaks_looked_up = true;
+    if (rep == 0) {
       if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
       if (!peaks)
@@ -277,8 +283,6 @@ eval_outcome run_evaluation(const config::operator_config& op,
   profiler.stop();
   if (db && stage == "eval")
     db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
-  for (const auto& [r, s] : out.summaries)
-    if (s.overall_status != "ok") out.exit_code = exit_invalid;
   return out;
 }
 

@@ -44,6 +44,9 @@ void add_eval_options(CLI::App& cmd, eval_options& o);
 // diagnostics go to stderr; nullopt when it does not validate.
 std::optional<runner::subject_spec> load_candidate_subject(const std::string& file, const config::operator_config& op);
 
+// The config's own kernels as subjects: its baseline and seed, those it has.
+std::vector<runner::subject_spec> config_subjects(const config::operator_config& op);
+
 // `wanted` checked against the operator's workloads (kopt::config_error
 // naming an unknown id and `config_file`), or every workload when empty.
 std::vector<std::string> resolve_workloads(const config::operator_config& op, const std::vector<std::string>& wanted,

@@ -213,14 +213,6 @@ struct reference_check {
   json detail = json::object();
 };
 
-std::vector<runner::subject_spec> reference_subjects(const config::operator_config& op) {
-  std::vector<runner::subject_spec> subjects;
-  if (op.baseline)
-    subjects.push_back({"baseline", store::candidate_origin::baseline, op.baseline->to_json(), {}, {}, {}, {}});
-  if (op.seed) subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
-  return subjects;
-}
-
 reference_check check_reference(const kb::document& d, const kb_options& o, bool run) {
   reference_check rc;
   rc.id = d.id;
@@ -234,7 +226,7 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
     return rc;
   }
   const config::operator_config& op = *loaded.op;
-  const auto subjects = reference_subjects(op);
+  const auto subjects = config_subjects(op);
   if (subjects.empty()) {
     rc.problem = "its config has no baseline or seed kernel to check";
     return rc;
@@ -243,15 +235,18 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
   eo.arch = o.compile_arch;
   eo.worker = o.worker;
   eo.gpu = o.gpu;
-  if (!run) {
+  auto record_compile = [&rc](const std::vector<compile_check>& checks) {
     json cj = json::array();
-    for (const auto& c : compile_check_all(op, subjects, eo)) {
+    for (const auto& c : checks) {
       cj.push_back({{"role", c.role}, {"status", c.status}});
       if (c.status != "ok" && rc.problem.empty())
         rc.problem = c.role + " kernel: " + c.status + ": " + c.log.substr(0, 1500);
     }
     rc.detail["compile"] = cj;
     rc.ok = rc.problem.empty();
+  };
+  if (!run) {
+    record_compile(compile_check_all(op, subjects, eo));
     return rc;
   }
   eo.seeds = 2;
@@ -269,15 +264,8 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
   }
   if (!out.gpu) {
     // Nothing ran; what could be checked without a GPU was (compile).
-    json cj = json::array();
-    for (const auto& c : out.compile_checks) {
-      cj.push_back({{"role", c.role}, {"status", c.status}});
-      if (c.status != "ok" && rc.problem.empty())
-        rc.problem = c.role + " kernel: " + c.status + ": " + c.log.substr(0, 1500);
-    }
-    rc.detail["compile"] = cj;
+    record_compile(out.compile_checks);
     rc.detail["needs_gpu"] = out.no_gpu_reason;
-    rc.ok = rc.problem.empty();
     return rc;
   }
   json roles = json::object();
