@@ -47,6 +47,9 @@ void register_eval(CLI::App& app, context& ctx, exit_status& status) {
                  "stored result (every run is stored); for throughput benchmarks")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  cmd->add_flag("--recompile", o->run.recompile,
+                "compile the candidate on every run even when its binary is cached (with --repeat: "
+                "what a new candidate costs in a running campaign)");
   cmd->footer(R"(Examples:
   kopt eval configs/examples/rmsnorm.json
   kopt eval configs/examples/rmsnorm.json --candidate my_kernel.json --workloads t16_h4096 --json

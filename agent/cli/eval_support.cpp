@@ -47,6 +47,12 @@ void add_eval_options(CLI::App& cmd, eval_options& o) {
       ->capture_default_str();
   cmd.add_option("--base-seed", o.base_seed, "base seed of the generated inputs")
       ->capture_default_str();
+  cmd.add_option("--clock", o.clock,
+                 "CUPTI record kind that times kernels: concurrent_kernel (block execution, as Nsight "
+                 "Systems shows it) or kernel (serialized; includes the launch's front-end work, about 2 us "
+                 "more per launch on an H200); docs/methodology.md")
+      ->check(CLI::IsMember({"kernel", "concurrent_kernel"}))
+      ->capture_default_str();
 }
 
 std::optional<runner::subject_spec> load_candidate_subject(const std::string& file, const config::operator_config& op) {
@@ -232,6 +238,8 @@ eval_outcome run_evaluation(const config::operator_config& op,
                 {"base_seed", o.base_seed},
                 {"time_reference", o.time_reference},
                 {"launch_timeout_ms", o.launch_timeout_ms},
+                {"recompile", o.recompile},
+                {"clock", o.clock},
                 {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}},
                 {"counters", o.counters}}}};
   if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
@@ -251,6 +259,13 @@ eval_outcome run_evaluation(const config::operator_config& op,
     });
     const auto t1 = steady::now();
     t.request_s = std::chrono::duration<double>(t1 - t0).count();
+    for (const auto& [role, msg] : out.report.compiled) {
+      if (role == "reference" || !msg.contains("compile")) continue;
+      const json& c = msg.at("compile");
+      ++t.compiles;
+      if (c.value("cached", false)) ++t.compiles_cached;
+      t.compile_ms = std::max(t.compile_ms, c.value("duration_ms", 0.0));
+    }
     if (rep == 0) {
       if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
@@ -277,7 +292,8 @@ eval_outcome run_evaluation(const config::operator_config& op,
     t.store_s = std::chrono::duration<double>(steady::now() - t1).count();
     out.timings.push_back(t);
     if (o.repeat > 1)
-      spdlog::info("run {}/{}: {:.3f} s from request to stored result", rep + 1, o.repeat, t.total_s());
+      spdlog::info("run {}/{}: {:.3f} s from request to stored result ({} of {} compiles cached, longest {:.0f} ms)",
+                   rep + 1, o.repeat, t.total_s(), t.compiles_cached, t.compiles, t.compile_ms);
   }
   client.stop();
   profiler.stop();
@@ -302,7 +318,8 @@ json eval_outcome::to_json() const {
     j["events"] = report.events;
     json tj = json::array();
     for (const auto& t : timings)
-      tj.push_back({{"request_s", t.request_s}, {"store_s", t.store_s}, {"request_to_stored_s", t.total_s()}});
+      tj.push_back({{"request_s", t.request_s}, {"store_s", t.store_s}, {"request_to_stored_s", t.total_s()},
+                    {"compile_ms", t.compile_ms}, {"compiles", t.compiles}, {"compiles_cached", t.compiles_cached}});
     j["timing"] = {{"worker_start_s", worker_start_s}, {"runs", tj}};
   }
   if (campaign_id) j["campaign_id"] = *campaign_id;
@@ -338,8 +355,11 @@ std::string eval_outcome::render() const {
     if (timings.size() > 1) {
       out += fmt::format("\nworker start: {:.3f} s\n", worker_start_s);
       for (std::size_t i = 0; i < timings.size(); ++i)
-        out += fmt::format("run {}: {:.3f} s from request to stored result (worker {:.3f} s, store {:.3f} s)\n",
-                           i + 1, timings[i].total_s(), timings[i].request_s, timings[i].store_s);
+        out += fmt::format(
+            "run {}: {:.3f} s from request to stored result (worker {:.3f} s, store {:.3f} s; compile {:.0f} ms, "
+            "{} of {} cached)\n",
+            i + 1, timings[i].total_s(), timings[i].request_s, timings[i].store_s, timings[i].compile_ms,
+            timings[i].compiles_cached, timings[i].compiles);
     }
   }
   if (campaign_id) out += fmt::format("\nstored as campaign {}\n", *campaign_id);

@@ -36,6 +36,10 @@ struct eval_options {
   // Evaluate this many times over the same worker (a benchmark of the
   // steady state a campaign sees: worker started, reference outputs cached).
   int repeat = 1;
+  // Compile the candidate again on every run, ignoring cached cubins.
+  bool recompile = false;
+  // CUPTI record kind that times kernels: "kernel" or "concurrent_kernel".
+  std::string clock = "concurrent_kernel";
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);
@@ -66,6 +70,10 @@ struct compile_check {
 struct eval_timing {
   double request_s = 0;  // request written to the worker -> its last result read
   double store_s = 0;    // summaries and the SQLite transaction
+  // The subjects' compiles in that run: the longest, and how many came from
+  // the cubin cache (with --recompile none should).
+  double compile_ms = 0;
+  int compiles_cached = 0, compiles = 0;
   double total_s() const { return request_s + store_s; }
 };
 

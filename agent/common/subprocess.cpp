@@ -41,8 +41,13 @@ int ms_until(std::chrono::steady_clock::time_point deadline) {
 }
 
 bool allowed_name(std::string_view name, const std::vector<std::string>& extra) {
-  static constexpr std::array<std::string_view, 8> exact = {
-      "PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "HOME", "TZ", "CUDA_VISIBLE_DEVICES", "USER"};
+  // KOPT_CACHE_DIR and XDG_CACHE_HOME are paths, not credentials: without
+  // them a worker started by kopt put its cubins and CUPTI images under
+  // ~/.cache/kopt whatever the user had set (found by the fidelity benchmark
+  // on the H200).
+  static constexpr std::array<std::string_view, 10> exact = {
+      "PATH", "LD_LIBRARY_PATH", "TMPDIR",  "LANG",           "HOME",
+      "TZ",   "CUDA_VISIBLE_DEVICES", "USER", "KOPT_CACHE_DIR", "XDG_CACHE_HOME"};
   for (auto e : exact)
     if (name == e) return true;
   for (const auto& e : extra)

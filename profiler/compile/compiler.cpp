@@ -257,7 +257,8 @@ void compiler::store_cached(const result& r) const {
 
 result compiler::compile(const request& r) const {
   const std::string key = cache_key(r);
-  if (auto hit = load_cached(key)) return *hit;
+  if (r.use_cache)
+    if (auto hit = load_cached(key)) return *hit;
 
   const auto t0 = std::chrono::steady_clock::now();
   const auto dir = cache_dir_.empty() ? std::filesystem::temp_directory_path() : cache_dir_;

@@ -30,6 +30,9 @@ struct request {
   std::vector<std::string> options;                  // allow-listed user options
   std::string name = "candidate.cu";
   std::chrono::milliseconds timeout{60000};
+  // false: compile even when the cache holds this binary (the result is still
+  // stored). Not part of the key or of to_json: it changes how, not what.
+  bool use_cache = true;
   nlohmann::json to_json() const;
   static request from_json(const nlohmann::json& j);
 };

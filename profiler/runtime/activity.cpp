@@ -23,7 +23,36 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::free(buffer);
 }
 
+CUpti_ActivityKind kind_of(activity_clock c) {
+  return c == activity_clock::kernel ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+}
+
 }  // namespace
+
+const char* clock_name(activity_clock c) noexcept {
+  return c == activity_clock::kernel ? "kernel" : "concurrent_kernel";
+}
+
+std::optional<activity_clock> parse_clock(std::string_view name) noexcept {
+  if (name == "kernel") return activity_clock::kernel;
+  if (name == "concurrent_kernel") return activity_clock::concurrent_kernel;
+  return std::nullopt;
+}
+
+void activity_timer::set_clock(activity_clock c) {
+  if (c == clock_) return;
+  const bool live = enabled_ && !suspended_;
+  if (live) {
+    KOPT_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    KOPT_CUPTI(cuptiActivityDisable(kind_of(clock_)));
+  }
+  {
+    std::lock_guard lock(mu_);
+    records_.clear();  // records of the other clock are not samples of this one
+  }
+  clock_ = c;
+  if (live) KOPT_CUPTI(cuptiActivityEnable(kind_of(clock_)));
+}
 
 activity_timer& activity_timer::instance() {
   static activity_timer t;
@@ -33,7 +62,7 @@ activity_timer& activity_timer::instance() {
 void activity_timer::enable() {
   if (enabled_) return;
   KOPT_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-  KOPT_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  KOPT_CUPTI(cuptiActivityEnable(kind_of(clock_)));
   enabled_ = true;
 }
 
@@ -52,7 +81,7 @@ void activity_timer::on_buffer(std::uint8_t* buffer, std::size_t valid) {
 void activity_timer::suspend() {
   if (!enabled_) return;
   KOPT_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-  KOPT_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  KOPT_CUPTI(cuptiActivityDisable(kind_of(clock_)));
   std::lock_guard lock(mu_);
   records_.clear();  // nothing recorded while suspended is a timing sample
   suspended_ = true;
@@ -62,7 +91,7 @@ void activity_timer::resume() {
   if (!suspended_) return;
   suspended_ = false;
   // A failure here would leave timing without a clock: better to fail loudly.
-  KOPT_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  KOPT_CUPTI(cuptiActivityEnable(kind_of(clock_)));
 }
 
 std::vector<kernel_record> activity_timer::collect() {

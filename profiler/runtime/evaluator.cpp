@@ -210,6 +210,11 @@ struct settings {
   stopping_rule rule;
   bool time_reference = false;
   bool recheck = true;
+  // Compile the request's subjects even when their cubins are cached (the
+  // built-in reference still comes from the cache): what a new candidate in
+  // a running campaign costs, for throughput benchmarks.
+  bool recompile = false;
+  activity_clock clock = activity_clock::concurrent_kernel;  // docs/methodology.md, "The clock"
   int launch_timeout_ms = 10000;
   double warmup_s = 0.025;
   double min_clock_fraction = 0.75;
@@ -805,6 +810,7 @@ struct evaluator::impl {
     std::sort(cs.begin(), cs.end());
     out.j = sum.to_json();
     out.j["stop_reason"] = out.sample_check_failed ? "sample_check_failed" : stopping_rule::name(verdict);
+    out.j["clock"] = clock_name(activity_timer::instance().clock());
     out.j["discarded_low_clock"] = discarded;
     out.j["lost_batches"] = lost_batches;
     out.j["event_median_ns"] = ev.median_ns;
@@ -880,6 +886,16 @@ struct evaluator::impl {
       cfg.base_seed = sj.value("base_seed", cfg.base_seed);
       cfg.time_reference = sj.value("time_reference", cfg.time_reference);
       cfg.recheck = sj.value("recheck", cfg.recheck);
+      cfg.recompile = sj.value("recompile", cfg.recompile);
+      if (sj.contains("clock")) {
+        const auto c = parse_clock(sj.value("clock", std::string()));
+        if (!c) {
+          emit({{"type", "error"}, {"id", id},
+                {"message", "settings.clock must be \"kernel\" or \"concurrent_kernel\", not " + sj.at("clock").dump()}});
+          return;
+        }
+        cfg.clock = *c;
+      }
       cfg.launch_timeout_ms = sj.value("launch_timeout_ms", cfg.launch_timeout_ms);
       cfg.warmup_s = sj.value("warmup_s", cfg.warmup_s);
       if (sj.contains("timing")) cfg.rule = stopping_rule::from_json(sj.at("timing"));
@@ -896,6 +912,7 @@ struct evaluator::impl {
         }
       }
     }
+    if (timing) activity_timer::instance().set_clock(cfg.clock);
     if (!cfg.metrics.empty()) {
       // Validate names against the chip before any GPU work: a typo in a
       // metric name is a request error, not a candidate outcome.
@@ -947,8 +964,9 @@ struct evaluator::impl {
       std::vector<std::thread> th;
       for (auto& s : subjects) {
         if (!s.fail_status.empty()) continue;
-        th.emplace_back([&s, this] {
+        th.emplace_back([&s, &cfg, this] {
           compile::request rq;
+          rq.use_cache = !(cfg.recompile && s.role != "reference");
           rq.source = s.cand.source;
           rq.arch = dev.arch;
           for (const auto& [k, v] : s.params) rq.defines[k] = v;

@@ -216,6 +216,9 @@ TEST(ScrubbedEnvironment, DropsCredentialsKeepsAllowList) {
   ASSERT_EQ(setenv("KOPT_WORKER_FLAG", "yes", 1), 0);
   ASSERT_EQ(setenv("CUDA_VISIBLE_DEVICES", "1", 1), 0);
   ASSERT_EQ(setenv("LC_ALL", "C", 1), 0);
+  const char* old_cache = std::getenv("KOPT_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ASSERT_EQ(setenv("KOPT_CACHE_DIR", "/tmp/kopt-test-cache", 1), 0);
   ASSERT_NE(std::getenv("PATH"), nullptr);
 
   const auto env = scrubbed_environment();
@@ -229,6 +232,7 @@ TEST(ScrubbedEnvironment, DropsCredentialsKeepsAllowList) {
   EXPECT_TRUE(env_has(env, "KOPT_WORKER_FLAG"));
   EXPECT_TRUE(env_has(env, "CUDA_VISIBLE_DEVICES"));
   EXPECT_TRUE(env_has(env, "LC_ALL"));
+  EXPECT_TRUE(env_has(env, "KOPT_CACHE_DIR"));  // the worker's cubin and CUPTI caches
   for (const auto& e : env) EXPECT_EQ(e.find("sk-"), std::string::npos) << e;
 
   // Explicitly allowed extras pass.
@@ -247,6 +251,8 @@ TEST(ScrubbedEnvironment, DropsCredentialsKeepsAllowList) {
   for (const char* n : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
                         "KOPT_SECRET_THING", "KOPT_TEST_RANDOM_VAR", "KOPT_WORKER_FLAG"})
     unsetenv(n);
+  if (old_cache) setenv("KOPT_CACHE_DIR", saved_cache.c_str(), 1);
+  else unsetenv("KOPT_CACHE_DIR");
 }
 
 TEST(ScrubbedEnvironment, ChildGetsExactlyTheGivenEnvironment) {

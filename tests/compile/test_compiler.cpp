@@ -320,6 +320,21 @@ TEST(Compiler, DamagedCacheEntryIsRecompiled) {
   EXPECT_TRUE(c.compile(req(kAxpy)).cached);  // repaired
 }
 
+TEST(Compiler, UseCacheFalseCompilesAgainAndStores) {
+  kopt::test::scratch_dir dir;
+  const compiler c(KOPT_WORKER_EXE, dir / "cache");
+  const auto first = c.compile(req(kAxpy));
+  ASSERT_TRUE(first.ok()) << first.log;
+  auto again = req(kAxpy);
+  again.use_cache = false;
+  EXPECT_EQ(cache_key(again), first.key);  // how, not what: same key
+  const auto second = c.compile(again);
+  ASSERT_TRUE(second.ok()) << second.log;
+  EXPECT_FALSE(second.cached);
+  EXPECT_EQ(second.cubin_hash, first.cubin_hash);
+  EXPECT_TRUE(c.compile(req(kAxpy)).cached);
+}
+
 TEST(Compiler, ErrorsAreNotCached) {
   kopt::test::scratch_dir dir;
   const compiler c(KOPT_WORKER_EXE, dir / "cache");
