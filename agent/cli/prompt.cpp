@@ -86,6 +86,16 @@ void keep_newest(std::map<std::string, store::evaluation_record>& best, std::vec
   }
 }
 
+// What the prompt shows of one stored evaluation.
+prompts::workload_measurement measurement_of(const std::string& workload, const store::evaluation_record& e) {
+  prompts::workload_measurement m;
+  m.workload = workload;
+  m.status = std::string(store::to_string(e.status));
+  if (e.timing.median_ns) m.median_us = *e.timing.median_ns / 1000.0;
+  m.sol_fraction = e.sol_fraction;
+  return m;
+}
+
 // The newest stored evaluations of `parent` for this operator's content, one
 // per workload (stage "full" preferred), or nothing. A missing or unreadable
 // database is not an error here: the prompt then says none are stored.
@@ -118,12 +128,7 @@ std::vector<prompts::workload_measurement> stored_measurements(const context& ct
       for (const auto& w : op.workloads) {
         const auto it = best.find(w.id);
         if (it == best.end()) continue;
-        prompts::workload_measurement m;
-        m.workload = w.id;
-        m.status = std::string(store::to_string(it->second.status));
-        if (it->second.timing.median_ns) m.median_us = *it->second.timing.median_ns / 1000.0;
-        m.sol_fraction = it->second.sol_fraction;
-        out.push_back(std::move(m));
+        out.push_back(measurement_of(w.id, it->second));
       }
       return out;  // the newest campaign that measured this parent
     }
@@ -173,12 +178,7 @@ void run_render(const prompt_options& o, const context& ctx) {
     for (const auto& w : op.workloads) {
       const auto it = best.find(w.id);
       if (it == best.end()) continue;
-      prompts::workload_measurement m;
-      m.workload = w.id;
-      m.status = std::string(store::to_string(it->second.status));
-      if (it->second.timing.median_ns) m.median_us = *it->second.timing.median_ns / 1000.0;
-      m.sol_fraction = it->second.sol_fraction;
-      in.measurements.push_back(std::move(m));
+      in.measurements.push_back(measurement_of(w.id, it->second));
       const json diag = it->second.counters.is_object() ? it->second.counters.value("diagnosis", json::object())
                                                         : json::object();
       for (const auto& f : diag.value("findings", json::array())) {

@@ -15,6 +15,7 @@
 #include "campaign/fake_evaluator.hpp"
 #include "campaign/loop.hpp"
 #include "campaign/sources.hpp"
+#include "campaign/submission.hpp"
 #include "config/operator.hpp"
 #include "store/store.hpp"
 
@@ -121,22 +122,7 @@ struct fixture {
 
   explicit fixture(json opj = operator_json(), json settings = json::object(), store::budget_limits budget = {})
       : op_json(std::move(opj)), op(load_op(op_json)), db(store::store::open(dir / "kopt.db")) {
-    store::operator_record rec;
-    rec.name = op.name;
-    rec.op_type = op.op_type;
-    rec.config = op.snapshot();
-    rec.content_hash = op.content_hash();
-    std::vector<store::workload_record> wls;
-    int pos = 0;
-    for (const auto& w : op.workloads) {
-      store::workload_record wr;
-      wr.key = w.id;
-      wr.position = pos++;
-      for (const auto& [k, v] : w.axes) wr.axes[k] = v;
-      wr.weight = w.weight;
-      wls.push_back(wr);
-    }
-    const auto put = db.put_operator(rec, wls);
+    const auto put = campaign::store_operator(db, op);
     store::campaign_record c;
     c.operator_id = put.operator_id;
     c.provider = "test";
