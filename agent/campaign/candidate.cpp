@@ -12,6 +12,7 @@ json workload_result::to_json(bool with_samples) const {
   json j = {{"status", status}, {"median_ns", median_ns}};
   if (!message.empty()) j["message"] = message;
   if (sol_fraction) j["sol_fraction"] = *sol_fraction;
+  if (attainable_sol_fraction) j["attainable_sol_fraction"] = *attainable_sol_fraction;
   if (with_samples && !samples_ns.empty()) j["samples_ns"] = samples_ns;
   if (!diagnosis.is_null()) j["diagnosis"] = diagnosis;
   return j;
@@ -25,6 +26,8 @@ workload_result workload_result::from_json(const json& j) {
   if (j.contains("samples_ns")) r.samples_ns = j.at("samples_ns").get<std::vector<double>>();
   if (j.contains("sol_fraction") && j.at("sol_fraction").is_number())
     r.sol_fraction = j.at("sol_fraction").get<double>();
+  if (j.contains("attainable_sol_fraction") && j.at("attainable_sol_fraction").is_number())
+    r.attainable_sol_fraction = j.at("attainable_sol_fraction").get<double>();
   if (j.contains("diagnosis")) r.diagnosis = j.at("diagnosis");
   return r;
 }

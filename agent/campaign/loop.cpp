@@ -164,7 +164,10 @@ campaign_loop::campaign_loop(store::store& db, store::row_id campaign_id,
       ev_(ev),
       s_(std::move(settings)),
       hooks_(std::move(hooks)) {
-  for (const auto& w : op_.workloads) weights_[w.id] = w.weight;
+  // Private workloads weigh nothing in screening, comparison and the
+  // score; they are measured at verify only and reported separately.
+  for (const auto& w : op_.workloads)
+    if (!w.is_private) weights_[w.id] = w.weight;
 }
 
 void campaign_loop::hook(std::string_view point, std::int64_t n) {
@@ -183,9 +186,14 @@ void campaign_loop::event(const std::string& kind, const std::string& message, j
 }
 
 std::vector<std::string> campaign_loop::all_workloads() const {
-  std::vector<std::string> out;
-  for (const auto& w : op_.workloads) out.push_back(w.id);
-  return out;
+  return workload_ids(op_, false);
+}
+
+std::string campaign_loop::smallest_workload() const {
+  const config::workload* best = nullptr;
+  for (const auto& w : op_.workloads)
+    if (!w.is_private && (!best || size_proxy(op_, w) < size_proxy(op_, *best))) best = &w;
+  return best ? best->id : std::string();
 }
 
 void campaign_loop::load() {
@@ -569,6 +577,7 @@ void campaign_loop::iterate(std::int64_t n) {
   }
   // Head to head with the incumbent, fresh input seeds.
   std::optional<promotion_decision> decision;
+  std::optional<json> sanitized;
   if (challenger && st_.best_id && challenger_time < st_.best_time) {
     const auto cr = evaluate_cached("compare", {{"incumbent", *st_.best_id}, {"challenger", *challenger}},
                                     all_workloads(), derive_seed(s_.seed, "compare", n), it_id);
@@ -576,6 +585,27 @@ void campaign_loop::iterate(std::int64_t n) {
     promotion_rule rule = s_.promotion;
     rule.seed = derive_seed(s_.seed, "bootstrap", n);
     decision = decide_promotion(cr.at("incumbent"), cr.at("challenger"), weights_, rule);
+    if (decision->promoted()) {
+      // A finalist runs under compute-sanitizer before it is promoted: a
+      // race or an uninitialised read that happened to pass the checks is
+      // rejected here (docs/integrity.md, class 4).
+      eval_request sq;
+      sq.stage = "sanitize";
+      sq.workloads = {smallest_workload()};
+      sq.base_seed = derive_seed(s_.seed, "sanitize", n);
+      sq.campaign_id = campaign_id_;
+      sq.operator_id = operator_id_;
+      sq.iteration_id = it_id;
+      const json& v = variant_of(*challenger);
+      sq.subjects.push_back({"challenger", *challenger, v, default_point(v), content_key(v)});
+      sanitized = ev_.sanitize(sq);
+      (*sanitized)["workload"] = sq.workloads.front();
+      if (sanitized->value("status", "") == "rejected_integrity") {
+        decision->v = promotion_decision::verdict::incorrect;
+        decision->gain = 0;
+        decision->reason = "compute-sanitizer: " + sanitized->value("reason", std::string());
+      }
+    }
   }
   hook("before_finish", n);
 
@@ -587,8 +617,11 @@ void campaign_loop::iterate(std::int64_t n) {
     event(promoted ? "promoted" : "not_promoted",
           fmt::format("iteration {}: candidate {} {}: {}", n, *challenger,
                       promoted ? "is the new best" : "keeps the incumbent", decision->reason),
-          {{"iteration", n}, {"challenger", *challenger}, {"incumbent", *st_.best_id},
-           {"decision", decision->to_json()}});
+          {{"iteration", n},
+           {"challenger", *challenger},
+           {"incumbent", *st_.best_id},
+           {"decision", decision->to_json()},
+           {"sanitize", sanitized ? *sanitized : json(nullptr)}});
   if (promoted) {
     gain = decision->gain;
     const auto& full = challenger_full;
@@ -690,6 +723,24 @@ run_result campaign_loop::finalize(const std::string& reason) {
     verified = w.all_ok(all_workloads());
     summary["verify"] = w.to_json(false);
     summary["verify_base_seed"] = seed_v;
+    // Private workloads: measured here only, reported on their own (their
+    // weighted SOL never enters the score the campaign optimised).
+    if (const auto priv = workload_ids(op_, true); !priv.empty()) {
+      const auto pr =
+          evaluate_cached("verify", {{"winner", *st_.best_id}}, priv, seed_v, std::nullopt);
+      const auto& pw = pr.at("winner");
+      std::map<std::string, double> pweights;
+      for (const auto& x : op_.workloads)
+        if (x.is_private) pweights[x.id] = x.weight;
+      const bool priv_ok = pw.all_ok(priv);
+      summary["verify_private"] = {
+          {"workloads", priv},
+          {"result", pw.to_json(false)},
+          {"all_ok", priv_ok},
+          {"weighted_sol", weighted_sol(pw.workloads, pweights)},
+          {"weighted_time_ns", weighted_geomean_time(pw.workloads, pweights)}};
+      verified = verified && priv_ok;  // a winner wrong on a private shape is not verified
+    }
     summary["verified"] = verified;
     for (const auto& e : db_.events_of(campaign_id_))
       if (e.kind == "evaluated" && e.data.value("stage", "") == "verify") summary["device"] = e.data.value("device", json::object());

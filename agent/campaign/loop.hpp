@@ -172,7 +172,8 @@ class campaign_loop {
   void hook(std::string_view point, std::int64_t n);
   void event(const std::string& kind, const std::string& message, nlohmann::json data,
              const std::string& level = "info");
-  std::vector<std::string> all_workloads() const;
+  std::vector<std::string> all_workloads() const;  // the public ones (workloads[].private excluded)
+  std::string smallest_workload() const;           // by size_proxy, for the compute-sanitizer run
 
   store::store& db_;
   store::row_id campaign_id_;

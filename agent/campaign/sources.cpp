@@ -153,6 +153,7 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
     m.status = it->second.status;
     if (it->second.ok()) m.median_us = it->second.median_ns / 1e3;
     m.sol_fraction = it->second.sol_fraction;
+    m.attainable_fraction = it->second.attainable_sol_fraction;
     in.measurements.push_back(m);
     by_weight.push_back(&w);
   }

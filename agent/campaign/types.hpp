@@ -55,6 +55,8 @@ struct workload_result {
   double median_ns = 0;
   std::vector<double> samples_ns;
   std::optional<double> sol_fraction;
+  // max(T_roofline, measured launch floor) / median (docs/methodology.md)
+  std::optional<double> attainable_sol_fraction;
   // harness::diagnose() of this measurement (null when not ok); the prompt
   // quotes it and knowledge retrieval keys on its classes.
   nlohmann::json diagnosis;
@@ -89,6 +91,15 @@ class evaluator {
   virtual ~evaluator() = default;
   virtual eval_batch evaluate(const eval_request& rq) = 0;
   virtual void record(store::store& db, const eval_request& rq, const eval_batch& b) = 0;
+  // compute-sanitizer (memcheck, racecheck, initcheck) on a finalist before
+  // its promotion (docs/integrity.md): rq holds one subject and one small
+  // workload. Returns runner::sanitize_report's JSON: "status" ok,
+  // rejected_integrity, skipped (with "reason") or failed. An evaluator
+  // without a sanitizer says so, which the loop records as skipped.
+  virtual nlohmann::json sanitize(const eval_request& rq) {
+    (void)rq;
+    return {{"status", "skipped"}, {"reason", "this evaluator has no compute-sanitizer"}};
+  }
 };
 
 // Writes one compilation row (the parameter values) and one evaluation row

@@ -4,6 +4,7 @@
 
 #include "runner/evaluation.hpp"
 #include "runner/record.hpp"
+#include "runner/sanitize.hpp"
 
 namespace kopt::campaign {
 
@@ -68,6 +69,9 @@ json worker_request(const config::operator_config& op, const eval_request& rq, c
   if (!o.counters.empty() && o.counters != "none" &&
       std::find(o.counter_stages.begin(), o.counter_stages.end(), rq.stage) != o.counter_stages.end())
     req["settings"]["counters"] = o.counters;
+  // The promotion comparison: incumbent and challenger timed interleaved
+  // sample by sample (A B B A) in one worker loop, as docs/measurement.md asks.
+  if (rq.stage == "compare") req["settings"]["interleave"] = true;
   return req;
 }
 
@@ -91,6 +95,7 @@ eval_batch batch_from_report(const config::operator_config& op, const eval_reque
       w.message = row.message;
       w.median_ns = row.median_ns;
       w.sol_fraction = row.sol_fraction;
+      w.attainable_sol_fraction = row.attainable_sol_fraction;
       w.diagnosis = row.diagnosis;
       if (row.detail.contains("timing"))
         w.samples_ns = row.detail.at("timing").value("samples_ns", std::vector<double>{});
@@ -138,6 +143,10 @@ eval_batch worker_evaluator::evaluate(const eval_request& rq) {
 
 void worker_evaluator::record(store::store& db, const eval_request& rq, const eval_batch& b) {
   record_worker_batch(db, rq, b);
+}
+
+json worker_evaluator::sanitize(const eval_request& rq) {
+  return runner::sanitize(o_.worker, worker_request(op_, rq, o_)).to_json();
 }
 
 }  // namespace kopt::campaign

@@ -47,6 +47,8 @@ class worker_evaluator final : public evaluator {
   const nlohmann::json& start();
   eval_batch evaluate(const eval_request& rq) override;
   void record(store::store& db, const eval_request& rq, const eval_batch& b) override;
+  // A throwaway profile-only worker per tool (runner::sanitize).
+  nlohmann::json sanitize(const eval_request& rq) override;
   void stop();
 
  private:

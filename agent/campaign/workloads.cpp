@@ -33,22 +33,33 @@ double size_proxy(const config::operator_config& op, const config::workload& w) 
   return 1.0;
 }
 
+std::vector<std::string> workload_ids(const config::operator_config& op, bool private_ones) {
+  std::vector<std::string> out;
+  for (const auto& w : op.workloads)
+    if (w.is_private == private_ones) out.push_back(w.id);
+  return out;
+}
+
 representative_set representative_workloads(const config::operator_config& op,
                                             const std::map<std::string, double>& times_ns,
                                             double heavy_share) {
   representative_set out;
-  const std::size_t n = op.workloads.size();
+  // Private workloads (workloads[].private) are never screened on.
+  std::vector<config::workload> wl;
+  for (const auto& w : op.workloads)
+    if (!w.is_private) wl.push_back(w);
+  const std::size_t n = wl.size();
   if (n == 0) return out;
   std::vector<double> size(n), est(n);
   bool measured = true;
-  for (const auto& w : op.workloads)
+  for (const auto& w : wl)
     if (auto it = times_ns.find(w.id); it == times_ns.end() || !(it->second > 0)) measured = false;
   for (std::size_t i = 0; i < n; ++i) {
-    size[i] = size_proxy(op, op.workloads[i]);
-    est[i] = measured ? times_ns.at(op.workloads[i].id) : size[i];
+    size[i] = size_proxy(op, wl[i]);
+    est[i] = measured ? times_ns.at(wl[i].id) : size[i];
   }
   double total = 0;
-  for (std::size_t i = 0; i < n; ++i) total += op.workloads[i].weight * est[i];
+  for (std::size_t i = 0; i < n; ++i) total += wl[i].weight * est[i];
 
   // Bands: terciles of the workloads ordered by size (ties by config order).
   std::vector<std::size_t> order(n);
@@ -64,18 +75,18 @@ representative_set representative_workloads(const config::operator_config& op,
     std::size_t best = order[lo];
     for (std::size_t r = lo; r < hi; ++r) {
       const std::size_t i = order[r];
-      if (op.workloads[i].weight > op.workloads[best].weight) best = i;
+      if (wl[i].weight > wl[best].weight) best = i;
     }
     if (chosen.insert(best).second) reason[best] = names[b];
   }
   for (std::size_t i = 0; i < n; ++i) {
-    const double share = total > 0 ? op.workloads[i].weight * est[i] / total : 0;
+    const double share = total > 0 ? wl[i].weight * est[i] / total : 0;
     if (share > heavy_share && chosen.insert(i).second) reason[i] = "heavy";
   }
   for (std::size_t i : chosen) {
-    const double share = total > 0 ? op.workloads[i].weight * est[i] / total : 0;
-    out.workloads.push_back(op.workloads[i].id);
-    out.picks.push_back({op.workloads[i].id, reason[i], op.workloads[i].weight, size[i], share});
+    const double share = total > 0 ? wl[i].weight * est[i] / total : 0;
+    out.workloads.push_back(wl[i].id);
+    out.picks.push_back({wl[i].id, reason[i], wl[i].weight, size[i], share});
   }
   return out;
 }

@@ -36,6 +36,12 @@ struct representative_set {
 // Size proxy of a workload: roofline bytes, else FLOPs, else 1.
 double size_proxy(const config::operator_config& op, const config::workload& w);
 
+// The ids of the operator's public workloads (private_ones = false), or of
+// its private ones (workloads[].private: never in prompts, never screened,
+// measured only at verify and reported separately), in config order.
+std::vector<std::string> workload_ids(const config::operator_config& op, bool private_ones);
+
+// Private workloads are never among the representatives.
 // `times_ns` (workload -> measured median) replaces the size proxy as the
 // time estimate of the heavy rule when given for every workload.
 representative_set representative_workloads(

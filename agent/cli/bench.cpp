@@ -80,6 +80,7 @@ json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullp
 json summary_json(const std::optional<runner::evaluation_summary>& s) {
   if (!s) return nullptr;
   return {{"weighted_sol_fraction", s->weighted_sol_fraction},
+          {"weighted_attainable_sol_fraction", s->weighted_attainable_sol_fraction},
           {"ok", s->ok},
           {"status", s->overall_status},
           {"workloads", s->to_json().at("rows")}};
@@ -124,22 +125,34 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
 struct totals {
   double weight = 0;
   std::optional<double> reference_sol, baseline_sol, speedup;
+  // The same with attainable SOL = max(T_roofline, launch floor) / T.
+  std::optional<double> reference_att, baseline_att;
   std::size_t launch_bound = 0, workloads = 0;
 };
 
 totals suite_totals(const std::vector<bench_op>& ops) {
   totals t;
-  double wr = 0, sr = 0, wb = 0, sb = 0, ws = 0, ls = 0;
+  double wr = 0, sr = 0, wb = 0, sb = 0, ws = 0, ls = 0, ar = 0, ab = 0;
   for (const auto& b : ops) {
     t.weight += b.weight;
     t.launch_bound += b.launch_bound.size();
     t.workloads += b.workloads;
-    if (b.reference) { wr += b.weight; sr += b.weight * b.reference->weighted_sol_fraction; }
-    if (b.baseline) { wb += b.weight; sb += b.weight * b.baseline->weighted_sol_fraction; }
+    if (b.reference) {
+      wr += b.weight;
+      sr += b.weight * b.reference->weighted_sol_fraction;
+      ar += b.weight * b.reference->weighted_attainable_sol_fraction;
+    }
+    if (b.baseline) {
+      wb += b.weight;
+      sb += b.weight * b.baseline->weighted_sol_fraction;
+      ab += b.weight * b.baseline->weighted_attainable_sol_fraction;
+    }
     if (b.speedup && *b.speedup > 0) { ws += b.weight; ls += b.weight * std::log(*b.speedup); }
   }
   if (wr > 0) t.reference_sol = sr / wr;
   if (wb > 0) t.baseline_sol = sb / wb;
+  if (wr > 0) t.reference_att = ar / wr;
+  if (wb > 0) t.baseline_att = ab / wb;
   if (ws > 0) t.speedup = std::exp(ls / ws);
   return t;
 }
@@ -168,6 +181,9 @@ std::string render(const std::vector<bench_op>& ops, const totals& t, const std:
   out += fmt::format("{:<30} {:>9.5f} {:>5} {:>9} {:>9} {:>8} {:>6}\n", "suite total", t.weight, t.workloads,
                      pct(t.reference_sol), pct(t.baseline_sol),
                      t.speedup ? fmt::format("{:.2f}x", *t.speedup) : "-", t.launch_bound);
+  out += fmt::format(
+      "attainable SOL (max(T_roofline, measured launch floor) / T): reference {}, baseline {}\n",
+      pct(t.reference_att), pct(t.baseline_att));
   out += "SOL: importance-weighted fraction of speed of light (failed shapes count 0); speedup: baseline over\n"
          "reference, weighted geometric mean; launch: shapes whose faster kernel runs under the launch-bound limit.\n";
   for (const auto& b : ops)
@@ -211,6 +227,8 @@ json bench_to_json(const std::vector<bench_op>& ops, const totals& t, bool gpu, 
                 {"workloads", t.workloads},
                 {"reference_sol_fraction", opt_json(t.reference_sol)},
                 {"baseline_sol_fraction", opt_json(t.baseline_sol)},
+                {"reference_attainable_sol_fraction", opt_json(t.reference_att)},
+                {"baseline_attainable_sol_fraction", opt_json(t.baseline_att)},
                 {"speedup_baseline_vs_reference", opt_json(t.speedup)},
                 {"launch_bound", t.launch_bound}};
   return j;

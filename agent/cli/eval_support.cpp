@@ -14,6 +14,7 @@
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
 #include "core/roofline.hpp"
+#include "runner/sanitize.hpp"
 #include "runner/worker_client.hpp"
 
 #ifndef KOPT_SOURCE_DIR
@@ -53,6 +54,12 @@ void add_eval_options(CLI::App& cmd, eval_options& o) {
                  "more per launch on an H200); docs/methodology.md")
       ->check(CLI::IsMember({"kernel", "concurrent_kernel"}))
       ->capture_default_str();
+  cmd.add_flag(
+      "--sanitize", o.sanitize,
+      "after timing, run each subject that passed under compute-sanitizer (memcheck, racecheck, "
+      "initcheck) on its smallest workload, in a throwaway worker; an error makes it "
+      "rejected_integrity "
+      "(skipped, with the reason, where compute-sanitizer is missing)");
 }
 
 std::optional<runner::subject_spec> load_candidate_subject(const std::string& file, const config::operator_config& op) {
@@ -118,11 +125,12 @@ std::vector<compile_check> compile_check_all(const config::operator_config& op,
     const auto r = comp.compile(rq);
     compile_check c;
     c.role = role;
-    c.status = r.ok() ? (r.integrity_problems.empty() ? "ok" : "rejected_integrity")
-                      : compile::status_name(r.st);
-    c.log = r.ok() && !r.integrity_problems.empty()
-                ? fmt::format("{}", fmt::join(r.integrity_problems, "; "))
-                : r.log;
+    // The worker's own rule (clock reads refused unless the operator's
+    // integrity.allow_clock_reads), so a compile check says what a run would.
+    const auto problems = compile::integrity_problems(r, op.integ.allow_clock_reads);
+    c.status =
+        r.ok() ? (problems.empty() ? "ok" : "rejected_integrity") : compile::status_name(r.st);
+    c.log = r.ok() && !problems.empty() ? fmt::format("{}", fmt::join(problems, "; ")) : r.log;
     c.meta = r.to_json();
     c.meta["arch"] = o.arch;
     c.meta["parameters"] = rq.defines;
@@ -140,6 +148,66 @@ std::vector<std::string> split_words(const std::string& s) {
   std::string w;
   while (in >> w) out.push_back(w);
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+// The smallest of `workloads` by roofline bytes (then FLOPs): where the
+// sanitizer's slowdown costs least.
+std::string smallest_workload(const config::operator_config& op,
+                              const std::vector<std::string>& workloads) {
+  std::string best;
+  double best_size = 0;
+  for (const auto& id : workloads) {
+    const config::workload* w = op.find_workload(id);
+    if (!w) continue;
+    double size = 0;
+    try {
+      const auto c = harness::roofline_for(op, *w);
+      size = c.bytes > 0 ? c.bytes : c.flops;
+    } catch (const std::exception&) {
+      size = 0;
+    }
+    if (best.empty() || size < best_size) {
+      best = id;
+      best_size = size;
+    }
+  }
+  return best;
+}
+
+// --sanitize: each subject that passed everywhere, alone, under the tools.
+void run_sanitizer(const config::operator_config& op,
+                   const std::vector<runner::subject_spec>& subjects,
+                   const std::vector<std::string>& workloads, const runner::worker_options& wo,
+                   store::store* db, std::optional<std::int64_t> campaign_id, eval_outcome& out) {
+  const std::string w = smallest_workload(op, workloads);
+  for (const auto& s : subjects) {
+    auto it = out.summaries.find(s.role);
+    if (it == out.summaries.end() || it->second.overall_status != "ok" || w.empty()) continue;
+    json sj = {{"role", s.role}, {"candidate", s.candidate}};
+    if (!s.parameters.empty()) sj["parameters"] = s.parameters;
+    const json req = {
+        {"operator", op.snapshot()}, {"subjects", json::array({sj})}, {"workloads", {w}}};
+    const auto rep = runner::sanitize(wo, req);
+    json rj = rep.to_json();
+    rj["workload"] = w;
+    out.sanitize[s.role] = rj;
+    if (rep.rejected()) {
+      it->second.overall_status = "rejected_integrity";
+      out.exit_code = exit_invalid;
+    }
+    if (db && campaign_id) {
+      store::event_record ev;
+      ev.campaign_id = *campaign_id;
+      ev.kind = "sanitize";
+      ev.message = fmt::format("{} on {}: compute-sanitizer {}{}", s.role, w, rep.status,
+                               rep.reason.empty() ? "" : ": " + rep.reason);
+      db->add_event(ev);
+    }
+  }
 }
 
 }  // namespace
@@ -297,6 +365,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   }
   client.stop();
   profiler.stop();
+  if (o.sanitize) run_sanitizer(op, subjects, workloads, wo, db ? &*db : nullptr, campaign_id, out);
   if (db && stage == "eval")
     db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
   return out;
@@ -316,6 +385,7 @@ json eval_outcome::to_json() const {
     for (const auto& [r, sum] : summaries) s[r] = sum.to_json();
     j["results"] = s;
     j["events"] = report.events;
+    if (!sanitize.empty()) j["sanitize"] = sanitize;
     json tj = json::array();
     for (const auto& t : timings)
       tj.push_back({{"request_s", t.request_s}, {"store_s", t.store_s}, {"request_to_stored_s", t.total_s()},
@@ -352,6 +422,10 @@ std::string eval_outcome::render() const {
                     report.device.value("driver_version", ""), report.device.value("sm_count", 0));
     for (const auto& [r, s] : summaries) out += "\n" + runner::render_table(s);
     for (const auto& e : report.events) out += "event: " + e + "\n";
+    for (const auto& [role, r] : sanitize)
+      out += fmt::format("compute-sanitizer ({}, {}): {}{}\n", role, r.value("workload", ""),
+                         r.value("status", ""),
+                         r.value("reason", "").empty() ? "" : ": " + r.value("reason", ""));
     if (timings.size() > 1) {
       out += fmt::format("\nworker start: {:.3f} s\n", worker_start_s);
       for (std::size_t i = 0; i < timings.size(); ++i)

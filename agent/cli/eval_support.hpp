@@ -40,6 +40,9 @@ struct eval_options {
   bool recompile = false;
   // CUPTI record kind that times kernels: "kernel" or "concurrent_kernel".
   std::string clock = "concurrent_kernel";
+  // After timing, run each subject that passed under compute-sanitizer
+  // (memcheck, racecheck, initcheck) on its smallest workload (docs/integrity.md).
+  bool sanitize = false;
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);
@@ -87,6 +90,8 @@ struct eval_outcome {
   std::map<std::string, std::int64_t> candidate_ids;
   double worker_start_s = 0;          // spawn -> hello (device opened, calibrated)
   std::vector<eval_timing> timings;   // one per repeat
+  std::map<std::string, nlohmann::json>
+      sanitize;  // role -> runner::sanitize_report (with --sanitize)
   int exit_code = 0;
   nlohmann::json to_json() const;
   std::string render() const;

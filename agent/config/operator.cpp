@@ -41,6 +41,10 @@ const dtype_info& info(dtype t) noexcept {
 
 std::string_view dtype_name(dtype t) noexcept { return info(t).name; }
 
+const char* tolerance_form_name(tolerance_form f) noexcept {
+  return f == tolerance_form::sum ? "sum" : "max_of";
+}
+
 std::optional<dtype> parse_dtype(std::string_view name) noexcept {
   for (const auto& d : dtype_table)
     if (d.name == name) return d.type;
@@ -93,8 +97,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// Non-default settings only, so that the snapshots (and content hashes) of
+// configs written before these keys existed do not change.
 json tolerance_json(const tolerance& t) {
-  return {{"atol", t.atol}, {"rtol", t.rtol}, {"matched_ratio", t.matched_ratio}};
+  json j = {{"atol", t.atol}, {"rtol", t.rtol}, {"matched_ratio", t.matched_ratio}};
+  if (t.form != tolerance_form::max_of) j["form"] = tolerance_form_name(t.form);
+  return j;
 }
 
 json generator_json(const generator& g) {
@@ -193,12 +201,14 @@ nlohmann::json operator_config::snapshot() const {
   j["inputs"] = std::move(in);
   j["outputs"] = std::move(out);
   j["tolerance"] = tolerance_json(tol);
+  if (integ.allow_clock_reads) j["integrity"] = {{"allow_clock_reads", true}};
   json roof_j = {{"flops", roof.flops}, {"flop_unit", roof.flop_unit}};
   if (roof.bytes) roof_j["bytes"] = *roof.bytes;
   j["roofline"] = std::move(roof_j);
   json wl = json::array();
   for (const auto& w : workloads) {
     json wj = {{"id", w.id}, {"weight", w.weight}, {"description", w.description}};
+    if (w.is_private) wj["private"] = true;
     json ax = json::object();
     for (const auto& [k, v] : w.axes) ax[k] = v;
     wj["axes"] = std::move(ax);

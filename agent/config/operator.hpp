@@ -88,10 +88,30 @@ struct generator {
   std::string kernel_name;
 };
 
+// How atol and rtol combine (docs/operator-config.md, "tolerance"):
+//   max_of (default): |out - ref| <= max(atol, rtol * |ref|)
+//   sum:              |out - ref| <= atol + rtol * |ref|  (torch.allclose)
+enum class tolerance_form { max_of, sum };
+const char* tolerance_form_name(tolerance_form f) noexcept;
+
 struct tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
   double matched_ratio = 1.0;  // fraction of elements that must pass
+  tolerance_form form = tolerance_form::max_of;
+  // The element test itself: the one place the form is applied.
+  bool accepts(double abs_diff, double abs_ref) const noexcept {
+    return form == tolerance_form::sum ? abs_diff <= atol + rtol * abs_ref
+                                       : !(abs_diff > atol && abs_diff > rtol * abs_ref);
+  }
+};
+
+// Operator-chosen relaxations of the integrity rules (docs/integrity.md);
+// each is recorded with every result measured under it.
+struct integrity_settings {
+  // Allow kernels that read %globaltimer / %clock / %clock64 (refused by
+  // default: a kernel that reads a clock can tell timed calls from checked).
+  bool allow_clock_reads = false;
 };
 
 struct tensor {
@@ -113,6 +133,10 @@ struct workload {
   std::map<std::string, double, std::less<>> scalars;     // overrides
   double weight = 1.0;                             // importance, > 0
   std::string description;
+  // Never shown in prompts, never used for screening; measured only at
+  // verify and reported separately, so that a model cannot fit the shapes
+  // it is scored on (docs/campaign.md, "Private workloads").
+  bool is_private = false;
 };
 
 // One kernel launch of a candidate's launch plan.
@@ -201,6 +225,7 @@ struct operator_config {
   std::vector<tensor> outputs;
   std::vector<workload> workloads;
   tolerance tol;
+  integrity_settings integ;
   roofline roof;
   candidate reference;
   std::optional<candidate> baseline;

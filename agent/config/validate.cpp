@@ -78,7 +78,7 @@ struct name_registry {
 
 std::optional<tolerance> parse_tolerance(context& ctx, const json& j, const jpath& p,
                                          const tolerance& base) {
-  object_reader r(ctx, j, p, {"atol", "rtol", "matched_ratio"});
+  object_reader r(ctx, j, p, {"atol", "rtol", "matched_ratio", "form"});
   if (!r.valid()) return std::nullopt;
   tolerance t = base;
   bool ok = true;
@@ -105,6 +105,21 @@ std::optional<tolerance> parse_tolerance(context& ctx, const json& j, const jpat
     } else {
       t.matched_ratio = *v;
     }
+  }
+  if (auto f = r.string("form")) {
+    if (*f == "max_of")
+      t.form = tolerance_form::max_of;
+    else if (*f == "sum")
+      t.form = tolerance_form::sum;
+    else {
+      ctx.error(r.path("form"),
+                "form must be \"max_of\" (|d| <= max(atol, rtol*|ref|)) or \"sum\" "
+                "(|d| <= atol + rtol*|ref|, as torch.allclose), got " +
+                    r.get("form")->dump());
+      ok = false;
+    }
+  } else if (r.has("form")) {
+    ok = false;
   }
   if (!ok) return std::nullopt;
   return t;
@@ -548,7 +563,8 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
   std::map<std::string, jpath, std::less<>> seen_ids;
   for (std::size_t i = 0; i < wj->size(); ++i) {
     const jpath p = wp[i];
-    object_reader r(ctx, (*wj)[i], p, {"id", "axes", "scalars", "weight", "description"});
+    object_reader r(ctx, (*wj)[i], p,
+                    {"id", "axes", "scalars", "weight", "description", "private"});
     if (!r.valid()) {
       ok = false;
       continue;
@@ -575,6 +591,10 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
       wok = false;
     }
     if (auto d = r.string("description")) w.description = *d;
+    if (auto pv = r.boolean("private"))
+      w.is_private = *pv;
+    else if (r.has("private"))
+      wok = false;
     if (r.has("weight")) {
       if (auto v = r.number("weight")) {
         if (*v <= 0) {
@@ -918,7 +938,7 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
   object_reader top(ctx, doc, root,
                     {"$schema", "name", "op_type", "description", "tags", "axes", "scalars",
                      "inputs", "outputs", "tolerance", "roofline", "workloads", "reference",
-                     "baseline", "seed", "campaign"});
+                     "baseline", "seed", "campaign", "integrity"});
   if (!top.valid()) return std::nullopt;
   operator_config op;
   bool ok = true;
@@ -949,6 +969,15 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
   if (const json* tj = top.get("tolerance")) {
     if (auto t = parse_tolerance(ctx, *tj, top.path("tolerance"), tolerance{})) op.tol = *t;
     else ok = false;
+  }
+  if (const json* ij = top.get("integrity")) {
+    object_reader ir(ctx, *ij, top.path("integrity"), {"allow_clock_reads"});
+    if (!ir.valid())
+      ok = false;
+    else if (auto a = ir.boolean("allow_clock_reads"))
+      op.integ.allow_clock_reads = *a;
+    else if (ir.has("allow_clock_reads"))
+      ok = false;
   }
   name_registry reg;
   parse_axes(ctx, top, op, reg, ok);

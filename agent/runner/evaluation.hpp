@@ -32,6 +32,11 @@ struct workload_row {
   std::optional<double> speedup_vs_baseline;
   std::optional<double> speedup_vs_reference;
   bool launch_bound = false;
+  // The worker's measured per-launch floor (an empty kernel, same clock),
+  // 0 when not reported; attainable SOL = max(T_roofline, floor) / T, the
+  // fraction of what a launch allows at all (docs/methodology.md).
+  double launch_floor_ns = 0;
+  std::optional<double> attainable_sol_fraction;
   nlohmann::json sol = nlohmann::json::object();
   // Speed of light against the worker's calibrated peaks (when it measured them).
   nlohmann::json sol_calibrated = nlohmann::json::object();
@@ -44,6 +49,7 @@ struct evaluation_summary {
   std::string role;
   std::vector<workload_row> rows;
   double weighted_sol_fraction = 0;              // failed workloads count 0
+  double weighted_attainable_sol_fraction = 0;   // the same with max(T_roofline, launch floor)
   std::optional<double> weighted_speedup_vs_baseline;
   std::optional<double> weighted_speedup_vs_reference;
   std::size_t ok = 0;

@@ -1,5 +1,6 @@
 #include "compile/compiler.hpp"
 
+#include <fmt/format.h>
 #include <nvrtc.h>
 #include <unistd.h>
 
@@ -11,12 +12,11 @@
 #include <regex>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "common/subprocess.hpp"
 #include "core/cubin_inspect.hpp"
+#include "core/cubin_rules.hpp"
 
 #ifndef KOPT_CUDA_INCLUDE_DIR
 #define KOPT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -92,9 +92,16 @@ nlohmann::json kernel_info::to_json() const {
 nlohmann::json result::to_json() const {
   nlohmann::json k = nlohmann::json::object();
   for (const auto& [name, info] : kernels) k[name] = info.to_json();
-  return {{"status", status_name(st)}, {"log", log}, {"cubin_hash", cubin_hash}, {"key", key},
-          {"kernels", k}, {"integrity_problems", integrity_problems},
-          {"duration_ms", duration_ms}, {"cached", cached}, {"nvrtc_version", nvrtc_version},
+  return {{"status", status_name(st)},
+          {"log", log},
+          {"cubin_hash", cubin_hash},
+          {"key", key},
+          {"kernels", k},
+          {"integrity_problems", integrity_problems},
+          {"clock_reads", clock_reads},
+          {"duration_ms", duration_ms},
+          {"cached", cached},
+          {"nvrtc_version", nvrtc_version},
           {"cubin_bytes", cubin.size()}};
 }
 
@@ -109,6 +116,7 @@ result result::from_json(const nlohmann::json& j) {
   r.cached = j.value("cached", false);
   r.nvrtc_version = j.value("nvrtc_version", "");
   r.integrity_problems = j.value("integrity_problems", std::vector<std::string>{});
+  r.clock_reads = j.value("clock_reads", std::vector<std::string>{});
   if (j.contains("kernels"))
     for (const auto& [name, kj] : j.at("kernels").items()) {
       kernel_info k;
@@ -122,6 +130,13 @@ result result::from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::vector<std::string> integrity_problems(const result& r, bool allow_clock_reads) {
+  std::vector<std::string> p = r.integrity_problems;
+  if (!allow_clock_reads && !r.clock_reads.empty())
+    p.push_back(harness::clock_read_problem(r.clock_reads));
+  return p;
+}
+
 std::vector<std::string> effective_options(const request& r) {
   // CUDA 13 keeps cooperative_groups and cuda/* (CCCL) under include/cccl.
   std::vector<std::string> o = {"--gpu-architecture=" + r.arch, "-std=c++17", "--ptxas-options=-v",
@@ -132,8 +147,10 @@ std::vector<std::string> effective_options(const request& r) {
 }
 
 std::string cache_key(const request& r) {
-  nlohmann::json k = {{"source", r.source},  {"options", effective_options(r)},
-                      {"nvrtc", nvrtc_version_string()}, {"format", 1}};
+  nlohmann::json k = {{"source", r.source},
+                      {"options", effective_options(r)},
+                      {"nvrtc", nvrtc_version_string()},
+                      {"format", 2}};
   return sha256_hex(k.dump());
 }
 
@@ -200,7 +217,18 @@ result compile_in_process(const request& r) {
       res.st = result::status::ok;
       res.cubin_hash = sha256_hex(res.cubin);
       res.kernels = parse_ptxas_report(res.log);
-      res.integrity_problems = harness::inspect_cubin(res.cubin).problems();
+      const auto facts = harness::inspect_cubin(res.cubin);
+      res.integrity_problems = facts.problems();
+      // Clock reads from the PTX (what the source asked for) and the SASS
+      // (what runs); refused or allowed by the worker's integrity setting.
+      res.clock_reads = facts.clock_reads;
+      std::size_t ptx_size = 0;
+      if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1) {
+        std::string ptx(ptx_size, '\0');
+        if (nvrtcGetPTX(prog, ptx.data()) == NVRTC_SUCCESS)
+          for (auto& c : harness::find_clock_reads_ptx(ptx))
+            res.clock_reads.push_back(std::move(c));
+      }
     }
   } else {
     res.st = result::status::error;

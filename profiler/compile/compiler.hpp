@@ -51,7 +51,10 @@ struct result {
   std::string cubin_hash;   // SHA-256 of cubin
   std::string key;          // cache key
   std::map<std::string, kernel_info> kernels;  // from the ptxas report
-  std::vector<std::string> integrity_problems; // from the cubin's symbols
+  std::vector<std::string> integrity_problems;  // from the cubin's sections and symbols
+  // Clock reads in the PTX or SASS ("PTX: %clock64", ...): refused as
+  // rejected_integrity unless the request allows them (allow_clock_reads).
+  std::vector<std::string> clock_reads;
   double duration_ms = 0.0;
   bool cached = false;
   std::string nvrtc_version;
@@ -62,6 +65,13 @@ struct result {
 };
 
 const char* status_name(result::status s) noexcept;
+
+// Every integrity problem of a compiled result under the operator's rules:
+// the cubin's own (writable data, device malloc, printf, ...) and, unless
+// allow_clock_reads (operator config integrity.allow_clock_reads), one for
+// its clock reads. The one decision used by the worker and `kopt eval`'s
+// compile check alike.
+std::vector<std::string> integrity_problems(const result& r, bool allow_clock_reads);
 
 // The NVRTC options kopt passes, in order (for the store and the bundle).
 std::vector<std::string> effective_options(const request& r);

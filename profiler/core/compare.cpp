@@ -84,7 +84,7 @@ partial compare_range_t(const void* actual, const void* expected, std::size_t be
           rel_num = d;  // float32 and narrower: the products fit a double
           rel_den = ae;
         }
-        fail = d > tol.atol && d > tol.rtol * ae;
+        fail = !tol.accepts(d, ae);
       }
     }
     if (fail) {

@@ -1,6 +1,8 @@
 // Element-wise comparison of a candidate's output with the reference's, to
-// the rule of docs/measurement.md: an element fails only if its error
-// exceeds both atol and rtol*|expected|; NaN or Inf where the reference is
+// the rule of docs/measurement.md: by default an element fails only if its
+// error exceeds both atol and rtol*|expected| (tolerance form "max_of"; form
+// "sum" is torch.allclose's atol + rtol*|expected|, config::tolerance::accepts);
+// NaN or Inf where the reference is
 // finite always fails; integers must match exactly. The first few failures
 // are kept with their multi-dimensional index, because they go back to the
 // LLM as feedback.

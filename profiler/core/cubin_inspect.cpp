@@ -1,24 +1,16 @@
 #include "core/cubin_inspect.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "common/error.hpp"
+#include "core/cubin_rules.hpp"
+#include "core/elf_view.hpp"
 
 namespace kopt::harness {
 namespace {
-
-// Constant tables that CUDA's math library places in .nv.global.init (the
-// Payne-Hanek reduction table of sinf/cosf/tanf and its double twin, the
-// sin/cos coefficient table): read-only in practice, never state. Without
-// this, any candidate calling sinf or cosf was refused (seen with the RoPE
-// references of the benchmark suite).
-bool is_math_library_table(std::string_view name) {
-  return name == "__cudart_i2opi_f" || name == "__cudart_i2opi_d" || name == "__cudart_sin_cos_coeffs";
-}
-
 
 // Minimal ELF64 structures (we avoid <elf.h> only to keep the bounds checks
 // in one place; the layouts are the standard ones).
@@ -43,7 +35,7 @@ struct sym {
   std::uint64_t value, size;
 };
 constexpr std::uint32_t sht_symtab = 2;
-constexpr unsigned char stt_object = 1, stt_func = 2;
+constexpr unsigned char stt_func = 2;
 constexpr std::uint16_t shn_undef = 0;
 
 template <typename T>
@@ -93,14 +85,19 @@ cubin_facts inspect_cubin(std::string_view b) {
       }
       if (e.shndx >= section_names.size()) continue;  // special indices
       const std::string& sec = section_names[e.shndx];
-      // '$'-names are compiler-generated (string literals of printf/assert).
-      if (type == stt_object && name[0] != '$' && (sec == ".nv.global" || sec == ".nv.global.init") &&
-          !is_math_library_table(name))
-        f.writable_globals.push_back(name);
       if (type == stt_func && sec.rfind(".text.", 0) == 0 && (e.info >> 4) == 1 /*GLOBAL*/)
         f.kernels.push_back(name);
     }
   }
+  // Writable state and clock reads: decided by section flags and machine
+  // code, never by names (core/cubin_rules.hpp).
+  const elf_view elf(b);
+  auto data = check_data_sections(elf);
+  f.writable_globals = std::move(data.refused_symbols);
+  f.data_problems = std::move(data.problems);
+  f.exempt_tables = std::move(data.exempt_tables);
+  f.module_data_symbols = std::move(data.module_data_symbols);
+  f.clock_reads = find_clock_reads_sass(elf);
   for (auto* v : {&f.kernels, &f.writable_globals, &f.undefined_functions}) {
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
@@ -109,13 +106,10 @@ cubin_facts inspect_cubin(std::string_view b) {
 }
 
 std::vector<std::string> cubin_facts::problems() const {
-  std::vector<std::string> p;
-  for (const auto& g : writable_globals)
-    p.push_back(fmt::format(
-        "writable module-scope device variable '{}' is not allowed: keep state in a declared "
-        "workspace buffer (it is refilled before every call); read-only tables belong in __constant__ memory", g));
+  std::vector<std::string> p = data_problems;
   for (const auto& fn : undefined_functions) {
-    // Device assert traps on failure, which the harness records as a crash.
+    // Device assert traps on failure, which the harness records as a crash
+    // (its message strings are string literals, refused by the data rule).
     if (fn == "__assertfail") continue;
     if (fn == "malloc" || fn == "free" || fn.find("malloc") != std::string::npos)
       p.push_back(fmt::format("device-side memory allocation ('{}') is not allowed: declare a workspace", fn));

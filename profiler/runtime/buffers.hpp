@@ -22,39 +22,73 @@ inline constexpr std::int64_t guard_bytes = 64 * 1024;
 inline constexpr std::int64_t align_bytes = 256;
 
 // A device allocation with canary-filled guard regions on both sides, so a
-// write past either end is seen after the call.
+// write past either end is seen after the call. The canary is random per
+// 8-byte word (kernels::canary_byte) and refreshed with a fresh seed before
+// every call (refresh), so a kernel cannot restore it from a neighbouring
+// word or keep state in it from one call to the next. Memory is scrubbed
+// (zeroed) before it is freed, so a later allocation holds nothing of it.
 class guarded {
  public:
   guarded() = default;
-  guarded(std::int64_t bytes, std::uint64_t canary_seed, cudaStream_t s)
-      : bytes_(bytes), seed_(canary_seed) {
+  guarded(std::int64_t bytes, std::uint64_t canary_seed, cudaStream_t s) : bytes_(bytes) {
     padded_ = (std::max<std::int64_t>(bytes, 1) + align_bytes - 1) / align_bytes * align_bytes;
-    KOPT_CUDA(cudaMalloc(&base_, static_cast<std::size_t>(guard_bytes + padded_ + guard_bytes)));
-    KOPT_CUDA(kernels::fill_canary(base_, guard_bytes, seed_, s));
-    KOPT_CUDA(kernels::fill_canary(static_cast<char*>(base_) + guard_bytes + bytes_,
-                                   padded_ - bytes_ + guard_bytes, seed_, s));
+    KOPT_CUDA(cudaMalloc(&base_, static_cast<std::size_t>(total())));
+    refresh(canary_seed, s);
   }
   guarded(guarded&& o) noexcept { *this = std::move(o); }
   guarded& operator=(guarded&& o) noexcept {
     std::swap(base_, o.base_);
-    bytes_ = o.bytes_;
-    padded_ = o.padded_;
-    seed_ = o.seed_;
+    std::swap(bytes_, o.bytes_);
+    std::swap(padded_, o.padded_);
+    std::swap(seed_, o.seed_);
     return *this;
   }
+  guarded(const guarded&) = delete;
+  guarded& operator=(const guarded&) = delete;
   ~guarded() {
-    if (base_) KOPT_CUDA_NOTHROW(cudaFree(base_));
+    if (!base_) return;
+    // Synchronous memset on the default stream, then free (which waits for
+    // the device anyway): nothing the buffer held survives into the next
+    // allocation a candidate might read past its own buffers.
+    KOPT_CUDA_NOTHROW(cudaMemset(base_, 0, static_cast<std::size_t>(total())));
+    KOPT_CUDA_NOTHROW(cudaFree(base_));
   }
   void* data() const { return static_cast<char*>(base_) + guard_bytes; }
   std::int64_t bytes() const { return bytes_; }
-  // Queues a count of damaged guard bytes into *d_count.
+  std::uint64_t seed() const { return seed_; }
+  // Queues fresh canaries (new seed) into both guard regions.
+  void refresh(std::uint64_t canary_seed, cudaStream_t s) {
+    seed_ = canary_seed;
+    KOPT_CUDA(kernels::fill_canary(front(), guard_bytes, seed_, s));
+    KOPT_CUDA(kernels::fill_canary(back(), back_bytes(), seed_, s));
+  }
+  // Queues a count of damaged guard bytes into *d_count (device-side check,
+  // used after timed samples where a download per sample would cost more).
   void check(unsigned long long* d_count, cudaStream_t s) const {
-    KOPT_CUDA(kernels::count_canary_damage(base_, guard_bytes, seed_, d_count, s));
-    KOPT_CUDA(kernels::count_canary_damage(static_cast<char*>(base_) + guard_bytes + bytes_,
-                                           padded_ - bytes_ + guard_bytes, seed_, d_count, s));
+    KOPT_CUDA(kernels::count_canary_damage(front(), guard_bytes, seed_, d_count, s));
+    KOPT_CUDA(kernels::count_canary_damage(back(), back_bytes(), seed_, d_count, s));
+  }
+  // The two guard regions, for a download checked on the host.
+  const void* front() const { return base_; }
+  void* front() { return base_; }
+  const void* back() const { return static_cast<const char*>(base_) + guard_bytes + bytes_; }
+  void* back() { return static_cast<char*>(base_) + guard_bytes + bytes_; }
+  std::int64_t back_bytes() const { return padded_ - bytes_ + guard_bytes; }
+  // Bytes of a downloaded region that differ from the host's own copy of
+  // the canary (computed here from the seed, which never leaves the host
+  // except as an argument of the harness's fill and count kernels).
+  std::uint64_t host_damage(const unsigned char* region, std::int64_t n) const {
+    std::uint64_t bad = 0;
+    for (std::int64_t w = 0; w * 8 < n; ++w) {
+      const std::uint64_t word = kernels::canary_word(seed_, w);  // canary_byte, a word at a time
+      for (std::int64_t b = w * 8; b < n && b < w * 8 + 8; ++b)
+        bad += region[b] != static_cast<unsigned char>(word >> (8 * (b & 7)));
+    }
+    return bad;
   }
 
  private:
+  std::int64_t total() const { return guard_bytes + padded_ + guard_bytes; }
   void* base_ = nullptr;
   std::int64_t bytes_ = 0, padded_ = 0;
   std::uint64_t seed_ = 0;

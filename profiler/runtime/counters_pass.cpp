@@ -42,7 +42,7 @@ json evaluator::impl::profile_subject(const config::operator_config& op, subject
       restore_in_place(st, 0);
       for (const auto& t : st.tensors)
         if (t.is_output)
-          KOPT_CUDA(kernels::fill_poison(st.outputs.at(t.name).data(), t.elements, to_elem(t.type),
+          KOPT_CUDA(kernels::fill_output(st.outputs.at(t.name).data(), t.elements, to_elem(t.type),
                                          fresh(), stream));
       refill_workspaces(plan, ws);
       KOPT_CUDA(cudaCtxResetPersistingL2Cache());

@@ -123,7 +123,10 @@ void evaluator::impl::evaluate(const json& req) {
       }
     }
   }
-  if (timing) activity_timer::instance().set_clock(cfg.clock);
+  if (timing) {
+    activity_timer::instance().set_clock(cfg.clock);
+    measure_launch_floor();  // once per clock; reported with every timing
+  }
   if (!cfg.metrics.empty()) {
     // Validate names against the chip before any GPU work: a typo in a
     // metric name is a request error, not a candidate outcome.
@@ -196,11 +199,15 @@ void evaluator::impl::evaluate(const json& req) {
       s.fail_status =
           s.compiled.st == compile::result::status::timeout ? "compile_timeout" : "compile_error";
       s.fail_message = s.compiled.log;
-    } else if (s.fail_status.empty() && !s.compiled.integrity_problems.empty()) {
+    } else if (const auto problems =
+                   compile::integrity_problems(s.compiled, op.integ.allow_clock_reads);
+               s.fail_status.empty() && !problems.empty()) {
       s.fail_status = "rejected_integrity";
-      s.fail_message = fmt::format("{}", fmt::join(s.compiled.integrity_problems, "; "));
+      s.fail_message = fmt::format("{}", fmt::join(problems, "; "));
     }
+    s.allow_clock_reads = op.integ.allow_clock_reads;
     if (s.fail_status.empty()) load(s, s.cand.launches);
+    if (s.fail_status.empty()) resolve_module_data(s);
     json cj = s.compiled.to_json();
     cj["attributes"] = s.attributes;
     cj["arch"] = dev.arch;
@@ -350,22 +357,43 @@ void evaluator::impl::evaluate_workload(const config::operator_config& op,
   }
 
   const double reference_s = since(t_reference);
+
+  // Each subject in three steps: plan and correctness on every seed before
+  // any timing; timing (interleaved sample by sample when the request asks,
+  // settings.interleave); then the re-check and the counters pass.
+  struct pending {
+    subject* s = nullptr;
+    json r;
+    resolved_plan plan;
+    json phases;
+    bool live = false;  // passed so far
+  };
+  std::vector<pending> work;
+  auto fail = [&](pending& p, const subject_failure& f) {
+    p.live = false;
+    p.r["status"] = f.status;
+    p.r["message"] = f.message;
+    if (!f.status.empty() && f.status != "compile_error" && f.status != "compile_timeout" &&
+        f.status != "rejected_format")
+      prepare_state();
+  };
   for (auto& s : subjects) {
     if (&s == &ref && !cfg.time_reference) continue;
     current_role = s.role;
-    json r = {{"role", s.role}};
+    pending p;
+    p.s = &s;
+    p.r = {{"role", s.role}, {"integrity", s.integrity_record()}};
     try {
       if (!s.fail_status.empty()) throw subject_failure{s.fail_status, s.fail_message};
-      resolved_plan plan;
       try {
-        plan = resolve_plan(op, s.cand, w, s.params);
+        p.plan = resolve_plan(op, s.cand, w, s.params);
       } catch (const kopt::error& e) {
         throw subject_failure{"launch_error", e.what()};
       }
-      if (auto problems = validate_plan(plan, dev.limits, s.static_shared); !problems.empty())
+      if (auto problems = validate_plan(p.plan, dev.limits, s.static_shared); !problems.empty())
         throw subject_failure{"launch_error", fmt::format("{}", fmt::join(problems, "; "))};
       json launches = json::array();
-      for (const auto& l : plan.launches) {
+      for (const auto& l : p.plan.launches) {
         json lj = to_json(l);
         int blocks_per_sm = 0;
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -376,72 +404,114 @@ void evaluator::impl::evaluate_workload(const config::operator_config& op,
         cudaGetLastError();
         launches.push_back(lj);
       }
-      r["launches"] = launches;
-      // Correctness on every seed before any timing.
-      json phases = {{"workload_prepare", prepare_s}, {"workload_reference", reference_s}};
-      auto t_phase = clock_type::now();
+      p.r["launches"] = launches;
+      p.phases = {{"workload_prepare", prepare_s}, {"workload_reference", reference_s}};
+      const auto t_phase = clock_type::now();
       json checks = json::array();
       for (std::size_t k = 0; k < sets; ++k) {
-        const host_blocks got = checked_call(s, plan, st, k, &s == &ref, cfg.launch_timeout_ms);
+        const host_blocks got = checked_call(s, p.plan, st, k, &s == &ref, cfg.launch_timeout_ms);
         bool ok = true;
         json per = compare_all(op, st, data_of(got), data_of(*st.expected[k]), ok);
         checks.push_back({{"seed", st.seeds[k]}, {"passed", ok}, {"outputs", per}});
         if (!ok) {
-          r["correctness"] = checks;
+          p.r["correctness"] = checks;
           throw subject_failure{
               "incorrect", fmt::format("output differs from the reference (seed {})", k), {}};
         }
       }
-      r["correctness"] = checks;
-      phases["checks"] = since(t_phase);
-      t_phase = clock_type::now();
-      if (!timing) {
-        // Profiling worker (--profile-only): no clock in this process.
-        json c = profile_subject(op, s, plan, st, cfg);
-        c["attributes"] = s.attributes;
-        r["counters"] = std::move(c);
-        r["status"] = "ok";
-        results.push_back(r);
-        continue;
+      p.r["correctness"] = checks;
+      p.phases["checks"] = since(t_phase);
+      p.live = true;
+    } catch (const subject_failure& f) {
+      fail(p, f);
+    }
+    work.push_back(std::move(p));
+  }
+
+  if (!timing || cfg.checks_only) {
+    // Profiling worker (--profile-only): no clock in this process; checks
+    // only (settings.checks_only, the compute-sanitizer run): nothing else.
+    for (auto& p : work) {
+      if (!p.live) continue;
+      current_role = p.s->role;
+      if (!cfg.checks_only) {
+        json c = profile_subject(op, *p.s, p.plan, st, cfg);
+        c["attributes"] = p.s->attributes;
+        p.r["counters"] = std::move(c);
       }
-      auto tm = time_subject(op, s, plan, st, cfg);
-      r["timing"] = tm.j;
-      phases["timing"] = since(t_phase);
+      p.r["status"] = "ok";
+    }
+    for (auto& p : work) results.push_back(std::move(p.r));
+    return;
+  }
+
+  std::vector<pending*> live;
+  for (auto& p : work)
+    if (p.live) live.push_back(&p);
+  std::map<pending*, timing_out> timed;
+  // (At most 16: the timing loop keeps one guard-damage counter per subject.)
+  if (cfg.interleave && live.size() >= 2 && live.size() <= 16) {
+    std::vector<subject*> subs;
+    std::vector<const resolved_plan*> plans;
+    for (auto* p : live) {
+      subs.push_back(p->s);
+      plans.push_back(&p->plan);
+    }
+    current_role = fmt::format("{} (interleaved)", live.front()->s->role);
+    const auto t_phase = clock_type::now();
+    try {
+      auto tms = time_subjects(op, subs, plans, st, cfg);
+      for (std::size_t j = 0; j < live.size(); ++j) timed[live[j]] = std::move(tms[j]);
+      for (auto* p : live) p->phases["timing"] = since(t_phase);
+    } catch (const subject_failure&) {
+      // A failure during interleaved timing names no single subject for
+      // sure: time each alone below, where it is attributed exactly.
+      timed.clear();
+      prepare_state();
+    }
+  }
+  for (auto* p : live) {
+    current_role = p->s->role;
+    try {
+      auto t_phase = clock_type::now();
+      if (!timed.count(p)) {
+        timed[p] = time_subject(op, *p->s, p->plan, st, cfg);
+        p->phases["timing"] = since(t_phase);
+      }
+      auto& tm = timed.at(p);
+      p->r["timing"] = tm.j;
       t_phase = clock_type::now();
       if (tm.sample_check_failed) {
-        r["sample_check"] = tm.sample_check;
+        p->r["sample_check"] = tm.sample_check;
         throw subject_failure{
             "rejected_integrity",
-            "the output of a timed sample (outputs filled with fresh values, not the poison) "
-            "differs from the reference: the kernel's result depends on what the output held"};
+            "the output of a timed sample differs from the reference (outputs are filled the "
+            "same way before checked and timed calls): the kernel's result depends on whether "
+            "it is being checked"};
       }
       // Re-check on inputs it has never seen: catches caching and replay.
       if (cfg.recheck) {
         bool ok = true;
-        r["recheck"] = recheck(op, w, s, ref, ref_plan, plan, st, cfg, current_role, ok);
+        p->r["recheck"] = recheck(op, w, *p->s, ref, ref_plan, p->plan, st, cfg, current_role, ok);
         if (!ok)
           throw subject_failure{"rejected_integrity",
                                 "correct during the checks but wrong on fresh inputs after "
                                 "timing (caching or replay of results)"};
-        phases["recheck"] = since(t_phase);
+        p->phases["recheck"] = since(t_phase);
       }
-      r["timing"]["phases_s"] = phases;
+      p->r["timing"]["phases_s"] = p->phases;
       if (!cfg.metrics.empty()) {
-        current_role = s.role;
-        json c = profile_subject(op, s, plan, st, cfg);
-        c["attributes"] = s.attributes;
-        r["counters"] = std::move(c);
+        current_role = p->s->role;
+        json c = profile_subject(op, *p->s, p->plan, st, cfg);
+        c["attributes"] = p->s->attributes;
+        p->r["counters"] = std::move(c);
       }
-      r["status"] = "ok";
+      p->r["status"] = "ok";
     } catch (const subject_failure& f) {
-      r["status"] = f.status;
-      r["message"] = f.message;
-      if (!f.status.empty() && f.status != "compile_error" && f.status != "compile_timeout" &&
-          f.status != "rejected_format")
-        prepare_state();
+      fail(*p, f);
     }
-    results.push_back(r);
   }
+  for (auto& p : work) results.push_back(std::move(p.r));
 }
 
 evaluator::evaluator(device_info dev, const compile::compiler& comp, emit_fn emit, bool timing)
@@ -452,6 +522,9 @@ void evaluator::evaluate(const nlohmann::json& request) {
 }
 nlohmann::json evaluator::calibrate() {
   return p_->calibrate();
+}
+nlohmann::json evaluator::launch_floor() {
+  return p_->launch_floor_json();
 }
 
 }  // namespace kopt::harness

@@ -17,9 +17,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "compile/compiler.hpp"
 #include "runtime/device.hpp"
@@ -49,6 +48,11 @@ class evaluator {
 
   // Measures copy bandwidth (bytes/s, read + write) with a large float4 copy.
   nlohmann::json calibrate();
+
+  // The launch floor under the current clock (an empty kernel sampled as a
+  // candidate is): {"clock", "median_ns", "kernel"}; a profile-only worker
+  // answers {"skipped": why}. Measured once per clock and cached.
+  nlohmann::json launch_floor();
 
  private:
   struct impl;

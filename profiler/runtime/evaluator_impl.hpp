@@ -7,14 +7,15 @@
 //   checks.cpp         launches, checked calls, guards, comparisons
 //   timing.cpp         the timing loop, calibration
 //   recheck.cpp        the re-check on unseen inputs after timing
+//   integrity.cpp      per-call canaries, module-data hashes, timed-sample captures
 //   counters_pass.cpp  the untimed hardware-counters pass
 // Not installed; only the worker's runtime includes it.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
-#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,25 @@ struct subject {
   json attributes = json::object();
   std::string fail_status;  // set when the subject cannot run at all
   std::string fail_message;
+  // The module's own global and constant data (cubin_facts::
+  // module_data_symbols), hashed at load and again after calls: whatever
+  // the section flags say, a module whose data changed is rejected.
+  struct module_object {
+    std::string name;
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    unsigned long long baseline = 0;
+  };
+  std::vector<module_object> module_data;
+  std::vector<std::string> module_data_unresolved;  // symbols the runtime could not locate
+  json integrity_record() const;                    // what the result records about these checks
+  bool allow_clock_reads = false;
+};
+
+// A guard region's owner, for messages ("input x", "output out", ...).
+struct guard_ref {
+  std::string what;
+  guarded* buf = nullptr;
 };
 
 struct settings {
@@ -82,6 +102,11 @@ struct settings {
   // built-in reference still comes from the cache): what a new candidate in
   // a running campaign costs, for throughput benchmarks.
   bool recompile = false;
+  // Time the request's subjects interleaved sample by sample (A B B A for
+  // two) in one loop, as the promotion comparison asks (docs/measurement.md).
+  bool interleave = false;
+  // Correctness checks only: no timing, no counters (compute-sanitizer runs).
+  bool checks_only = false;
   activity_clock clock = activity_clock::concurrent_kernel;  // docs/methodology.md, "The clock"
   int launch_timeout_ms = 10000;
   double warmup_s = 0.025;
@@ -117,6 +142,8 @@ struct evaluator::impl {
   using guarded = detail::guarded;
   using host_blocks = detail::host_blocks;
   using host_pool = detail::host_pool;
+  using guard_ref = detail::guard_ref;
+  using subject_failure = detail::subject_failure;
 
   device_info dev;
   const compile::compiler& comp;
@@ -219,15 +246,44 @@ struct evaluator::impl {
                    const std::vector<const char*>& got, const std::vector<const char*>& expected,
                    bool& passed);
 
+  // integrity.cpp: per-call canaries, module data, captures of timed samples
+  std::vector<guard_ref> reachable(workload_state& st, std::size_t k, bool reference,
+                                   std::map<std::string, guarded>& ws);
+  void refresh_guards(const std::vector<guard_ref>& all);
+  // Downloads every guard region and compares it with the host's copy of
+  // its canary; throws subject_failure (rejected_integrity) on damage.
+  void verify_guards_on_host(const std::vector<guard_ref>& all);
+  void resolve_module_data(subject& s);
+  // Queues one content hash per module object into slots[0..n).
+  void queue_module_hash(const subject& s, unsigned long long* slots);
+  // Throws subject_failure (rejected_integrity) when any object changed.
+  void verify_module_data(const subject& s, const char* when);
+  void check_module_hashes(const subject& s, const unsigned long long* got, const char* when);
+  // Copies (device to device) the checked tensors of set k into `snap`.
+  void queue_capture(const workload_state& st, std::size_t k, std::vector<guarded>& snap);
+  host_blocks download_capture(const workload_state& st, const std::vector<guarded>& snap,
+                               const char* what);
+
   // timing.cpp
   struct timing_out {
     json j;
     bool sample_check_failed = false;
     json sample_check;
   };
+  // Times several subjects interleaved sample by sample (A B B A ... for
+  // two), on the same inputs in one process; one subject is plain timing.
+  std::vector<timing_out> time_subjects(const config::operator_config& op,
+                                        const std::vector<subject*>& subs,
+                                        const std::vector<const resolved_plan*>& plans,
+                                        workload_state& st, const settings& cfg);
   timing_out time_subject(const config::operator_config& op, subject& s, const resolved_plan& plan,
                           workload_state& st, const settings& cfg);
   json calibrate();
+  // The per-launch floor: median CUPTI span of an empty kernel under the
+  // current clock, sampled as time_subjects samples; cached per clock.
+  std::map<activity_clock, double> launch_floor;
+  double measure_launch_floor();
+  json launch_floor_json();
 
   // recheck.cpp
   json recheck(const config::operator_config& op, const config::workload& w, subject& s,

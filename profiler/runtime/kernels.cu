@@ -104,6 +104,52 @@ __global__ void kopt_fill_poison(void* dst, std::int64_t n, elem t, unsigned lon
   }
 }
 
+__global__ void kopt_fill_output(void* dst, std::int64_t n, elem t, unsigned long long seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const unsigned long long r = splitmix64(seed ^ static_cast<unsigned long long>(i));
+    const unsigned long long v = splitmix64(r);
+    const bool poison = (r >> 63) != 0;  // one element in two, at positions only the seed tells
+    switch (t) {
+      case elem::float64:
+        static_cast<unsigned long long*>(dst)[i] = poison ? 0x7FF8DEADBEEF0000ull : v;
+        break;
+      case elem::float32:
+        static_cast<unsigned int*>(dst)[i] = poison ? 0x7FC0DEADu : static_cast<unsigned int>(v);
+        break;
+      case elem::float16:
+        static_cast<unsigned short*>(dst)[i] = poison ? 0x7E5Au : static_cast<unsigned short>(v);
+        break;
+      case elem::bfloat16:
+        static_cast<unsigned short*>(dst)[i] = poison ? 0x7FDAu : static_cast<unsigned short>(v);
+        break;
+      case elem::float8_e4m3fn:
+      case elem::float8_e5m2:
+        static_cast<unsigned char*>(dst)[i] = poison ? 0x7F : static_cast<unsigned char>(v);
+        break;
+      // Integers have no poison value: random bits everywhere (as fill_poison).
+      case elem::int64:
+        static_cast<unsigned long long*>(dst)[i] = v;
+        break;
+      case elem::int32:
+        static_cast<unsigned int*>(dst)[i] = static_cast<unsigned int>(v);
+        break;
+      case elem::int16:
+        static_cast<unsigned short*>(dst)[i] = static_cast<unsigned short>(v);
+        break;
+      case elem::int8:
+      case elem::uint8:
+        static_cast<unsigned char*>(dst)[i] = static_cast<unsigned char>(v);
+        break;
+      case elem::boolean:
+        static_cast<unsigned char*>(dst)[i] = poison ? 0xA7 : static_cast<unsigned char>(v | 2);
+        break;
+    }
+  }
+}
+
+__global__ void kopt_empty() {}
+
 __global__ void kopt_fill_bytes(unsigned char* dst, std::int64_t bytes, unsigned long long seed, int canary) {
   const std::int64_t words = bytes / 8;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
@@ -117,13 +163,12 @@ __global__ void kopt_fill_bytes(unsigned char* dst, std::int64_t bytes, unsigned
   }
 }
 
-__global__ void kopt_canary_damage(const unsigned char* src, std::int64_t bytes, unsigned long long seed,
-                                   unsigned long long* count) {
-  const unsigned long long pat = splitmix64(seed);
+__global__ void kopt_canary_damage(const unsigned char* src, std::int64_t bytes,
+                                   unsigned long long seed, unsigned long long* count) {
   unsigned long long bad = 0;
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < bytes;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    bad += src[b] != static_cast<unsigned char>(pat >> (8 * (b % 8)));
+    bad += src[b] != canary_byte(seed, b);
   if (bad) atomicAdd(count, bad);
 }
 
@@ -211,6 +256,21 @@ cudaError_t fill_poison(void* dst, std::int64_t n, elem t, std::uint64_t seed, c
   return cudaGetLastError();
 }
 
+cudaError_t fill_output(void* dst, std::int64_t n, elem t, std::uint64_t seed, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  kopt_fill_output<<<blocks_for(n), threads, 0, s>>>(dst, n, t, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t empty_kernel(cudaStream_t s) {
+  kopt_empty<<<1, 1, 0, s>>>();
+  return cudaGetLastError();
+}
+
+const char* empty_kernel_name() {
+  return "kopt_empty";
+}
+
 cudaError_t fill_random_bytes(void* dst, std::int64_t bytes, std::uint64_t seed, cudaStream_t s) {
   if (bytes <= 0) return cudaSuccess;
   kopt_fill_bytes<<<blocks_for(bytes / 8 + 1), threads, 0, s>>>(static_cast<unsigned char*>(dst), bytes, seed, 0);
@@ -220,10 +280,9 @@ cudaError_t fill_random_bytes(void* dst, std::int64_t bytes, std::uint64_t seed,
 // Guard regions may start at any byte (right after a tensor of odd size),
 // so the canary is written byte by byte: no misaligned wide stores.
 __global__ void kopt_fill_canary(unsigned char* dst, std::int64_t bytes, unsigned long long seed) {
-  const unsigned long long pat = splitmix64(seed);
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < bytes;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    dst[b] = static_cast<unsigned char>(pat >> (8 * (b % 8)));
+    dst[b] = canary_byte(seed, b);
 }
 
 cudaError_t fill_canary(void* dst, std::int64_t bytes, std::uint64_t seed, cudaStream_t s) {

@@ -124,8 +124,22 @@ int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   kopt::harness::evaluator ev(dev, comp, emit, !profile_only);
   const nlohmann::json calibration =
       profile_only ? nlohmann::json{{"skipped", "profile-only worker"}} : calibration_at_start(ev, dev);
-  emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", true}, {"device", dev.to_json()},
-        {"calibration", calibration}, {"worker_version", KOPT_VERSION}});
+  // The launch floor of the default clock, measured before any request
+  // (docs/worker-protocol.md, "hello"); requests on another clock measure
+  // theirs and report it with every timing.
+  nlohmann::json floor;
+  try {
+    floor = ev.launch_floor();
+  } catch (const std::exception& e) {
+    floor = {{"error", e.what()}};
+  }
+  emit({{"type", "hello"},
+        {"protocol", protocol_version},
+        {"ok", true},
+        {"device", dev.to_json()},
+        {"calibration", calibration},
+        {"launch_floor", floor},
+        {"worker_version", KOPT_VERSION}});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;

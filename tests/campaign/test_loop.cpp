@@ -57,6 +57,57 @@ TEST(Loop, AutotuneFindsTheOptimumVerifiesAndExports) {
   EXPECT_EQ(m["final"]["verify"]["workloads"].size(), 6u);
 }
 
+// Private workloads (issue 17): never screened, compared or fully swept,
+// measured only at verify and reported apart; the score ignores them.
+TEST(Loop, PrivateWorkloadsAreMeasuredOnlyAtVerifyAndReportedApart) {
+  json opj = test::operator_json();
+  opj["workloads"][1]["private"] = true;  // n4k
+  opj["workloads"][4]["private"] = true;  // n4m
+  test::fixture f(opj);
+  fake_evaluator ev(test::default_model(), 0.01);
+  autotune_source src;
+  campaign_loop loop(f.db, f.campaign_id, f.op, src, ev, f.settings());
+  const auto r = loop.run();
+  ASSERT_TRUE(r.finished);
+  EXPECT_TRUE(r.verified);
+  std::size_t private_calls = 0;
+  for (const auto& call : ev.calls()) {
+    const bool has_private =
+        std::find(call.workloads.begin(), call.workloads.end(), "n4k") != call.workloads.end() ||
+        std::find(call.workloads.begin(), call.workloads.end(), "n4m") != call.workloads.end();
+    if (!has_private) continue;
+    ++private_calls;
+    EXPECT_EQ(call.stage, "verify") << "a private workload reached stage " << call.stage;
+    EXPECT_EQ(call.workloads, (std::vector<std::string>{"n4k", "n4m"}));
+  }
+  EXPECT_EQ(private_calls, 1u);
+  ASSERT_TRUE(r.summary.contains("verify_private")) << r.summary.dump();
+  const auto& vp = r.summary.at("verify_private");
+  EXPECT_EQ(vp.at("workloads"), json({"n4k", "n4m"}));
+  EXPECT_TRUE(vp.at("all_ok").get<bool>());
+  EXPECT_GT(vp.at("weighted_sol").get<double>(), 0.0);
+  EXPECT_EQ(r.summary.at("verify").at("workloads").size(), 4u);  // the public ones
+}
+
+// Before a promotion the finalist goes to the evaluator's compute-sanitizer;
+// the fake one has none, which the promoted event records as skipped.
+TEST(Loop, PromotionRecordsTheSanitizerOutcome) {
+  test::fixture f;
+  fake_evaluator ev(test::default_model(), 0.01);
+  autotune_source src;
+  campaign_loop loop(f.db, f.campaign_id, f.op, src, ev, f.settings());
+  loop.run();
+  int promoted = 0;
+  for (const auto& e : f.db.events_of(f.campaign_id)) {
+    if (e.kind != "promoted") continue;
+    ++promoted;
+    ASSERT_TRUE(e.data.contains("sanitize")) << e.data.dump();
+    EXPECT_EQ(e.data.at("sanitize").value("status", ""), "skipped");
+    EXPECT_FALSE(e.data.at("sanitize").value("reason", "").empty());
+  }
+  EXPECT_GE(promoted, 1);
+}
+
 TEST(Loop, ParentIsTheBestUnlessExploringAndChoicesAreReproducible) {
   auto run = [](double explore_p) {
     test::fixture f(test::operator_json(), {{"loop", {{"explore_p", explore_p}}}}, {6, {}, {}, {}});

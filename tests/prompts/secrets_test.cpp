@@ -75,7 +75,8 @@ TEST(secrets, tolerances_are_stated_as_the_config_says_them_loosely) {
           .text;
   // One significant digit of atol and rtol, and the matched share as the
   // config states it (a percentage), nothing finer.
-  EXPECT_NE(text.find("about atol 0.01 + rtol 0.02 x |reference|, on at least 99.87 % of elements"),
+  EXPECT_NE(text.find("passing where |output - reference| <= max(atol, rtol x |reference|) with "
+                      "atol about 0.01 and rtol about 0.02, on at least 99.87 % of elements"),
             std::string::npos);
   // With the example's exact matching, every element is required.
   const config::operator_config plain = testing::load_rmsnorm();
@@ -83,7 +84,8 @@ TEST(secrets, tolerances_are_stated_as_the_config_says_them_loosely) {
       template_set::load_directory(testing::source_dir / "prompts" / "templates")
           .render("first", build_context(testing::full_inputs(plain)))
           .text;
-  EXPECT_NE(t2.find("about atol 0.02 + rtol 0.02 x |reference|, on every element"),
+  EXPECT_NE(t2.find("passing where |output - reference| <= max(atol, rtol x |reference|) with atol "
+                    "about 0.02 and rtol about 0.02, on every element"),
             std::string::npos);
 }
 

@@ -264,3 +264,52 @@ TEST(RenderTable, ContainsTheRows) {
   EXPECT_NE(t2.find("rejected_integrity"), std::string::npos) << t2;
   EXPECT_NE(t2.find("faster than the speed of light"), std::string::npos) << t2;
 }
+
+// Issue 17: with the worker's measured launch floor in the timing, each row
+// carries attainable SOL = max(T_roofline, floor) / T beside the physical
+// SOL, the summary a weighted total of both, and launch-bound is judged
+// against the floor (median < 2 x floor), not a fixed 10 us.
+TEST(Evaluation, AttainableSolUsesTheMeasuredLaunchFloor) {
+  const auto op = vector_add();
+  evaluation_report rep;
+  const double floor_ns = 2000.0;
+  auto with_floor = [&](double median_ns) {
+    auto r = ok_result(median_ns);
+    r.detail["timing"]["launch_floor_ns"] = floor_ns;
+    return r;
+  };
+  // n1000: T_roofline = 2.5 ns, far below the floor: attainable = floor / T.
+  rep.results["n1000"]["candidate"] = with_floor(3000.0);
+  // n16m: T_roofline = 41.9 us, above the floor: attainable = physical SOL.
+  rep.results["n16m"]["candidate"] = with_floor(60000.0);
+  const auto s = summarize(op, rep, "candidate", h200(), {"n1000", "n16m"});
+  ASSERT_EQ(s.rows.size(), 2u);
+  const auto& small = s.rows[0].workload == "n1000" ? s.rows[0] : s.rows[1];
+  const auto& large = s.rows[0].workload == "n1000" ? s.rows[1] : s.rows[0];
+  ASSERT_TRUE(small.sol_fraction && small.attainable_sol_fraction);
+  EXPECT_NEAR(*small.sol_fraction, t_sol_ns(1000) / 3000.0, 1e-12);
+  EXPECT_NEAR(*small.attainable_sol_fraction, floor_ns / 3000.0, 1e-12);
+  EXPECT_TRUE(small.launch_bound);  // 3 us < 2 x 2 us
+  ASSERT_TRUE(large.sol_fraction && large.attainable_sol_fraction);
+  EXPECT_NEAR(*large.attainable_sol_fraction, *large.sol_fraction, 1e-12);
+  EXPECT_FALSE(large.launch_bound);
+  const double w_small = op.find_workload("n1000")->weight,
+               w_large = op.find_workload("n16m")->weight;
+  EXPECT_NEAR(
+      s.weighted_attainable_sol_fraction,
+      (w_small * *small.attainable_sol_fraction + w_large * *large.attainable_sol_fraction) /
+          (w_small + w_large),
+      1e-12);
+  EXPECT_GT(s.weighted_attainable_sol_fraction, s.weighted_sol_fraction);
+  const auto j = s.to_json();
+  EXPECT_TRUE(j.contains("weighted_attainable_sol_fraction"));
+  EXPECT_NE(render_table(s).find("attainable, with the measured launch floor"), std::string::npos)
+      << render_table(s);
+  // Without a floor the rows keep the old rule and no attainable figure.
+  evaluation_report plain;
+  plain.results["n1000"]["candidate"] = ok_result(3000.0);
+  const auto p = summarize(op, plain, "candidate", h200(), {"n1000"});
+  EXPECT_FALSE(p.rows[0].attainable_sol_fraction.has_value());
+  EXPECT_TRUE(p.rows[0].launch_bound);  // 3 us < 10 us
+  EXPECT_EQ(render_table(p).find("attainable"), std::string::npos);
+}

@@ -3,18 +3,19 @@
 // its restart logic. Fatal candidates (hang, trap, illegal address) sit in
 // the middle of the subject list on purpose: the worker dies, is restarted,
 // and the candidates after them must still be evaluated.
-#include <cmath>
-#include <map>
-#include <string>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "config/operator.hpp"
 #include "core/seeds.hpp"
 #include "gpu_test_support.hpp"
 #include "runner/evaluation.hpp"
+#include "runner/sanitize.hpp"
 
 namespace {
 
@@ -82,12 +83,22 @@ json fitted_candidate(const std::string& workload) {
 
 class WorkerIntegrity : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { worker_ = kopt::testing::start_worker_or_skip().release(); }
-  static void TearDownTestSuite() { delete worker_; }
+  static void SetUpTestSuite() {
+    auto w = kopt::testing::start_worker_or_skip();
+    hello_ = new json(w->start());
+    worker_ = w.release();
+  }
+  static void TearDownTestSuite() {
+    delete worker_;
+    delete hello_;
+  }
   static kopt::runner::worker_client* worker_;
+  static json* hello_;
 
-  static kopt::runner::evaluation_report run(const json& op, const json& subjects, std::vector<std::string> workloads,
-                                             const std::string& clock = "") {
+  static kopt::runner::evaluation_report run(const json& op, const json& subjects,
+                                             std::vector<std::string> workloads,
+                                             const std::string& clock = "",
+                                             const json& extra_settings = {}) {
     json req = {{"operator", op},
                 {"subjects", subjects},
                 {"workloads", workloads},
@@ -95,10 +106,12 @@ class WorkerIntegrity : public ::testing::Test {
                  {{"seeds", 3}, {"base_seed", base_seed}, {"launch_timeout_ms", 3000},
                   {"timing", {{"min_samples", 10}, {"min_time_s", 0.02}, {"max_time_s", 0.5}}}}}};
     if (!clock.empty()) req["settings"]["clock"] = clock;
+    for (const auto& [k, v] : extra_settings.items()) req["settings"][k] = v;
     return worker_->evaluate(req);
   }
 };
 kopt::runner::worker_client* WorkerIntegrity::worker_ = nullptr;
+json* WorkerIntegrity::hello_ = nullptr;
 
 json snapshot(const json& op) {
   auto r = kopt::config::load_operator_text(op.dump(), "<test>", ".");
@@ -152,7 +165,10 @@ TEST_F(WorkerIntegrity, EveryCheatIsCaughtWithItsStatus) {
     EXPECT_EQ(status(w, "stale_memory"), "incorrect");
     EXPECT_EQ(status(w, "input_mutation"), "rejected_integrity");
     EXPECT_NE(message(w, "input_mutation").find("modified input 'y'"), std::string::npos) << message(w, "input_mutation");
-    EXPECT_EQ(status(w, "skip_when_done"), "rejected_integrity") << message(w, "skip_when_done");
+    // The fill is the same before checked and timed calls (poison at random
+    // positions), so a kernel that skips elements not holding the poison is
+    // simply wrong on the checks.
+    EXPECT_EQ(status(w, "skip_when_done"), "incorrect") << message(w, "skip_when_done");
     EXPECT_EQ(status(w, "hidden_state"), "rejected_integrity");
     EXPECT_NE(message(w, "hidden_state").find("calls"), std::string::npos);
     EXPECT_EQ(status(w, "out_of_bounds"), "rejected_integrity") << message(w, "out_of_bounds");
@@ -281,6 +297,246 @@ TEST_F(WorkerIntegrity, TheClockIsRecordedAndTheKernelKindIncludesTheLaunch) {
                            kb / 1e3, kc / 1e3);
   EXPECT_GT(ka, kb + 300.0);
   EXPECT_GT(kc, kb + 300.0);
+}
+
+// ---------------------------------------------------------------- issue 17
+// One test per class of hole (docs/integrity.md, "Classes of hole"), each
+// written against the class, not against one kernel.
+
+std::string status_of(const kopt::runner::evaluation_report& rep, const std::string& w,
+                      const std::string& role) {
+  auto it = rep.results.find(w);
+  if (it == rep.results.end() || !it->second.count(role)) return "<missing>";
+  return it->second.at(role).status;
+}
+std::string message_of(const kopt::runner::evaluation_report& rep, const std::string& w,
+                       const std::string& role) {
+  auto it = rep.results.find(w);
+  if (it == rep.results.end() || !it->second.count(role)) return "";
+  return it->second.at(role).message;
+}
+
+// Class 1: a kernel that computes honestly only when its output looks like
+// a checked call's (the old fill: the poison in every element) and skips
+// the work otherwise. With the same fill before every call, poison at
+// random positions, it can no longer tell; it is caught on every workload.
+TEST_F(WorkerIntegrity, PoisonSensingKernelIsCaught) {
+  const json op = snapshot(scale_add_operator());
+  const std::string sensing = R"(
+  // "checked" when the first 64 outputs all hold the NaN poison.
+  __shared__ int all_nan;
+  if (threadIdx.x == 0) {
+    all_nan = 1;
+    for (int j = 0; j < 64 && j < n; ++j) all_nan &= isnan(out[j]) ? 1 : 0;
+  }
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (!all_nan) return;  // a timed call: skip the work
+  if (i < n) out[i] = 2.0f * x[i] + y[i];)";
+  json subjects =
+      json::array({{{"role", "poison_sensing"}, {"candidate", candidate(sensing)}},
+                   {{"role", "good"},
+                    {"candidate", candidate(idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];")}}});
+  const auto rep = run(op, subjects, {"odd", "m2"});
+  for (const auto& w : {"odd", "m2"}) {
+    SCOPED_TRACE(w);
+    const auto st = status_of(rep, w, "poison_sensing");
+    EXPECT_TRUE(st == "incorrect" || st == "rejected_integrity")
+        << st << ": " << message_of(rep, w, "poison_sensing");
+    EXPECT_EQ(status_of(rep, w, "good"), "ok") << message_of(rep, w, "good");
+    // The good kernel's last timed sample was compared with the reference.
+    const auto& g = rep.results.at(w).at("good").detail;
+    ASSERT_TRUE(g.at("timing").contains("last_sample_check")) << g.dump();
+    EXPECT_TRUE(g.at("timing").at("last_sample_check").at("passed").get<bool>());
+  }
+}
+
+// Class 2a: state kept in the guard region in front of the output, the
+// canary "restored" from its neighbouring word (which worked while the
+// canary was one word repeated). Canaries are now random per word and per
+// call and verified on the host: the damage is seen.
+TEST_F(WorkerIntegrity, GuardRegionStateIsCaught) {
+  const json op = snapshot(scale_add_operator());
+  const std::string guard_state = R"(
+  unsigned long long* g = reinterpret_cast<unsigned long long*>(out);  // out is 256-byte aligned
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const bool done_before = g[-1] == 0x5EEDF00Dull;
+  if (!done_before && i < n) out[i] = 2.0f * x[i] + y[i];
+  if (i == 0) g[-1] = isnan(out[1]) ? g[-2] : 0x5EEDF00Dull;  // "restore" or keep state)";
+  json subjects = json::array({{{"role", "guard_state"}, {"candidate", candidate(guard_state)}}});
+  const auto rep = run(op, subjects, {"odd", "m2"});
+  for (const auto& w : {"odd", "m2"}) {
+    SCOPED_TRACE(w);
+    EXPECT_EQ(status_of(rep, w, "guard_state"), "rejected_integrity")
+        << message_of(rep, w, "guard_state");
+    EXPECT_NE(message_of(rep, w, "guard_state").find("guard region"), std::string::npos)
+        << message_of(rep, w, "guard_state");
+  }
+}
+
+// Class 2b: a __constant__ table written through a generic pointer (no
+// writable section in the cubin, so the static rule passes it): the module
+// data hash after the call sees the change. Some drivers fault on the write
+// instead (then the worker reports it crashed); either way it never passes.
+TEST_F(WorkerIntegrity, ModuleDataWrittenThroughAPointerIsCaught) {
+  const json op = snapshot(scale_add_operator());
+  json cand = candidate("");
+  cand["source"] =
+      "__constant__ float scale[2] = {2.0f, 0.0f};\n"
+      "extern \"C\" __global__ void k(const float* x, const float* y, float* out, int n) {\n" +
+      idx +
+      "  if (i < n) out[i] = scale[0] * x[i] + y[i];\n"
+      "  if (i == 0) { float* p = const_cast<float*>(&scale[1]); *p = *p + 1.0f; }\n}\n";
+  json subjects = json::array({{{"role", "constant_state"}, {"candidate", cand}}});
+  const auto rep = run(op, subjects, {"m2"});
+  const auto st = status_of(rep, "m2", "constant_state");
+  EXPECT_TRUE(st == "rejected_integrity" || st == "crashed")
+      << st << ": " << message_of(rep, "m2", "constant_state");
+  if (st == "rejected_integrity") {
+    EXPECT_NE(message_of(rep, "m2", "constant_state").find("module's own data 'scale'"),
+              std::string::npos)
+        << message_of(rep, "m2", "constant_state");
+  }
+  std::cout << "constant write through a pointer: " << st << ": "
+            << message_of(rep, "m2", "constant_state") << '\n';
+}
+
+// Class 3: clock reads. Refused by default; with integrity.allow_clock_reads
+// a kernel that uses the clock to skip work most of the time is still
+// caught by the output checks, and the setting is recorded with the result.
+TEST_F(WorkerIntegrity, ClockReadsAreRefusedAndAClockBasedSkipIsCaughtWhenAllowed) {
+  const std::string clock_skip = R"(
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (((t >> 10) & 7) != 0) return;  // works in one microsecond-window of eight
+  if (i < n) out[i] = 2.0f * x[i] + y[i];)";
+  const std::string clock_honest = R"(
+  const long long c = clock64();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.0f * x[i] + y[i] + (c == -1 ? 1.0f : 0.0f);)";
+  json subjects = json::array({{{"role", "clock_skip"}, {"candidate", candidate(clock_skip)}},
+                               {{"role", "clock_honest"}, {"candidate", candidate(clock_honest)}}});
+  const auto refused = run(snapshot(scale_add_operator()), subjects, {"m2"});
+  for (const auto* role : {"clock_skip", "clock_honest"}) {
+    EXPECT_EQ(status_of(refused, "m2", role), "rejected_integrity") << role;
+    EXPECT_NE(message_of(refused, "m2", role).find("reads a clock"), std::string::npos)
+        << message_of(refused, "m2", role);
+  }
+  json allowing = scale_add_operator();
+  allowing["integrity"] = {{"allow_clock_reads", true}};
+  const auto rep = run(snapshot(allowing), subjects, {"odd", "m2"});
+  for (const auto& w : {"odd", "m2"}) {
+    SCOPED_TRACE(w);
+    const auto st = status_of(rep, w, "clock_skip");
+    EXPECT_TRUE(st == "incorrect" || st == "rejected_integrity")
+        << st << ": " << message_of(rep, w, "clock_skip");
+    EXPECT_EQ(status_of(rep, w, "clock_honest"), "ok") << message_of(rep, w, "clock_honest");
+    const auto& d = rep.results.at(w).at("clock_honest").detail;
+    ASSERT_TRUE(d.contains("integrity")) << d.dump();
+    EXPECT_TRUE(d.at("integrity").at("allow_clock_reads").get<bool>());
+    EXPECT_FALSE(d.at("integrity").at("clock_reads").empty());
+  }
+}
+
+// The interleaved comparison (A B B A in one loop): both subjects timed,
+// marked interleaved, and a kernel doing twice the memory traffic is slower.
+TEST_F(WorkerIntegrity, InterleavedComparisonTimesBothInOneLoop) {
+  const json op = snapshot(scale_add_operator());
+  const std::string plain = idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];";
+  const std::string twice = idx + R"(
+  if (i < n) {
+    volatile float a = x[i];
+    float b = x[(i + n / 2) % n];  // a second read stream, unused
+    out[i] = 2.0f * a + y[i] + (b == 12345.0f ? 1e-30f : 0.0f);
+  })";
+  json subjects = json::array({{{"role", "incumbent"}, {"candidate", candidate(plain)}},
+                               {{"role", "challenger"}, {"candidate", candidate(twice)}}});
+  const auto rep = run(op, subjects, {"m2"}, "", {{"interleave", true}});
+  const auto& a = rep.results.at("m2").at("incumbent");
+  const auto& b = rep.results.at("m2").at("challenger");
+  ASSERT_EQ(a.status, "ok") << a.message;
+  ASSERT_EQ(b.status, "ok") << b.message;
+  for (const auto* r : {&a, &b}) {
+    const auto& t = r->detail.at("timing");
+    ASSERT_TRUE(t.contains("interleaved")) << t.dump();
+    EXPECT_EQ(t.at("interleaved").at("order"), "ABBA");
+    EXPECT_GE(t.at("samples").get<int>(), 10);
+  }
+  const double na = a.detail.at("timing").at("median_ns").get<double>();
+  const double nb = b.detail.at("timing").at("median_ns").get<double>();
+  const double sa = a.detail.at("timing").at("samples").get<double>();
+  const double sb = b.detail.at("timing").at("samples").get<double>();
+  std::cout << fmt::format(
+      "interleaved: incumbent {:.2f} us ({} samples), challenger {:.2f} us ({} samples)\n",
+      na / 1e3, sa, nb / 1e3, sb);
+  EXPECT_GT(nb, na * 1.1);
+  EXPECT_NEAR(sa, sb, 0.1 * std::max(sa, sb) + 4);  // A B B A: equal shares
+}
+
+// The launch floor: measured at worker start with the timing clock, in the
+// hello message and with every timing; an empty-bodied kernel is not
+// measured faster than it.
+TEST_F(WorkerIntegrity, LaunchFloorIsMeasuredAndReported) {
+  ASSERT_TRUE(hello_->contains("launch_floor")) << hello_->dump();
+  const auto& lf = hello_->at("launch_floor");
+  ASSERT_TRUE(lf.contains("median_ns")) << lf.dump();
+  const double floor_ns = lf.at("median_ns").get<double>();
+  std::cout << fmt::format("launch floor ({}): {:.0f} ns\n", lf.value("clock", "?"), floor_ns);
+  EXPECT_GT(floor_ns, 100.0);
+  EXPECT_LT(floor_ns, 20000.0);
+  EXPECT_EQ(lf.value("clock", ""), "concurrent_kernel");
+  const json op = snapshot(scale_add_operator());
+  json subjects =
+      json::array({{{"role", "tiny"},
+                    {"candidate", candidate(idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];")}}});
+  const auto rep = run(op, subjects, {"odd"});
+  const auto& t = rep.results.at("odd").at("tiny");
+  ASSERT_EQ(t.status, "ok") << t.message;
+  ASSERT_TRUE(t.detail.at("timing").contains("launch_floor_ns"));
+  EXPECT_DOUBLE_EQ(t.detail.at("timing").at("launch_floor_ns").get<double>(), floor_ns);
+  EXPECT_GE(t.detail.at("timing").at("median_ns").get<double>(), 0.8 * floor_ns);
+}
+
+// Class 4: a race that usually passes. The reduction step reads a value
+// another warp wrote, with a sleep where the __syncthreads() belongs: the
+// ordinary checks usually see the right answer, compute-sanitizer racecheck
+// reports the hazard. An honest kernel comes out clean from all three tools
+// (no false positives from the harness's own kernels).
+TEST_F(WorkerIntegrity, RacyKernelIsCaughtByComputeSanitizer) {
+  const json op = snapshot(scale_add_operator());
+  const std::string racy = R"(
+  __shared__ float buf[256];
+  const int t = threadIdx.x;
+  const int i = blockIdx.x * 256 + t;
+  buf[t] = i < n ? 2.0f * x[i] + y[i] : 0.0f;
+  __nanosleep(5000);  // instead of __syncthreads(): usually long enough
+  const int src = t ^ 128;  // written by another warp
+  const int j = blockIdx.x * 256 + src;
+  if (j < n) out[j] = buf[src];)";
+  const std::string good = idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];";
+  auto request = [&](const std::string& role, const std::string& body) {
+    return json{{"operator", op},
+                {"subjects", json::array({{{"role", role}, {"candidate", candidate(body)}}})},
+                {"workloads", {"odd"}}};
+  };
+  const auto plain =
+      run(op, json::array({{{"role", "racy"}, {"candidate", candidate(racy)}}}), {"odd"});
+  std::cout << "racy kernel without the sanitizer: " << status_of(plain, "odd", "racy") << '\n';
+
+  const auto bad = kopt::runner::sanitize(kopt::testing::worker_opts(), request("racy", racy));
+  if (bad.status == "skipped") GTEST_SKIP() << bad.reason;
+  std::cout << "sanitize(racy): " << bad.to_json().dump(2) << '\n';
+  EXPECT_EQ(bad.status, "rejected_integrity") << bad.reason;
+  bool race_found = false;
+  for (const auto& t : bad.tools)
+    if (t.tool == "racecheck" && t.status == "errors" && t.errors > 0) race_found = true;
+  EXPECT_TRUE(race_found) << bad.to_json().dump(2);
+
+  const auto clean = kopt::runner::sanitize(kopt::testing::worker_opts(), request("good", good));
+  EXPECT_EQ(clean.status, "ok") << clean.to_json().dump(2);
+  ASSERT_EQ(clean.tools.size(), 3u);
+  for (const auto& t : clean.tools) EXPECT_EQ(t.status, "ok") << t.tool << ": " << t.message;
 }
 
 }  // namespace

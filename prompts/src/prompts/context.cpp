@@ -44,8 +44,13 @@ std::string loose(double v) {
   return significant(v, 1);
 }
 
+// The rule's form is stated exactly (the one config::tolerance::accepts
+// enforces); only its constants are rounded.
 std::string accuracy_text(const config::tolerance& t) {
-  std::string s = "about atol " + loose(t.atol) + " + rtol " + loose(t.rtol) + " x |reference|";
+  const std::string c = " with atol about " + loose(t.atol) + " and rtol about " + loose(t.rtol);
+  std::string s = t.form == config::tolerance_form::sum
+                      ? "passing where |output - reference| <= atol + rtol x |reference|" + c
+                      : "passing where |output - reference| <= max(atol, rtol x |reference|)" + c;
   if (t.matched_ratio >= 1.0) {
     s += ", on every element";
   } else {
@@ -62,7 +67,7 @@ json tensor_json(const config::tensor& t, const config::tolerance& op_tol) {
          {"description", t.description},
          {"accuracy", ""}};
   if (t.tol && (t.tol->atol != op_tol.atol || t.tol->rtol != op_tol.rtol ||
-                t.tol->matched_ratio != op_tol.matched_ratio)) {
+                t.tol->matched_ratio != op_tol.matched_ratio || t.tol->form != op_tol.form)) {
     j["accuracy"] = accuracy_text(*t.tol);
   }
   return j;
@@ -207,12 +212,20 @@ json build_context(const prompt_inputs& in) {
   const auto unit_peak = in.gpu.flops_per_s.find(op.roof.flop_unit);
   const bool have_peaks =
       in.gpu.dram_bytes_per_s > 0 && unit_peak != in.gpu.flops_per_s.end() && unit_peak->second > 0;
+  // Private workloads (workloads[].private) never reach a prompt: not in
+  // the table, not in the weights, not among the measurements.
   double total_weight = 0;
-  for (const auto& w : op.workloads) total_weight += w.weight;
+  std::size_t public_workloads = 0;
+  for (const auto& w : op.workloads)
+    if (!w.is_private) {
+      total_weight += w.weight;
+      ++public_workloads;
+    }
 
   json workloads = json::array();
   std::map<std::string, double> t_sol_us;
   for (const auto& w : op.workloads) {
+    if (w.is_private) continue;
     std::vector<std::string> axis_text;
     // In the order the config declares the axes, not alphabetical.
     for (const auto& a : op.axes) {
@@ -294,9 +307,11 @@ json build_context(const prompt_inputs& in) {
 
   // --- measurements ----------------------------------------------------------
   json rows = json::array();
-  double score_num = 0, score_den = 0;
+  double score_num = 0, score_den = 0, att_num = 0;
+  bool any_attainable = false;
   for (const auto& m : in.measurements) {
     const config::workload* w = op.find_workload(m.workload);
+    if (w != nullptr && w->is_private) continue;
     const double weight = w != nullptr && total_weight > 0 ? w->weight / total_weight : 0.0;
     json r{{"workload", m.workload},
            {"weight", fixed(2, weight)},
@@ -309,16 +324,21 @@ json build_context(const prompt_inputs& in) {
     rows.push_back(std::move(r));
     score_den += weight;
     if (m.status == "ok" && m.sol_fraction) score_num += weight * *m.sol_fraction;
+    if (m.status == "ok" && (m.attainable_fraction || m.sol_fraction))
+      att_num += weight * (m.attainable_fraction ? *m.attainable_fraction : *m.sol_fraction);
+    any_attainable = any_attainable || m.attainable_fraction.has_value();
   }
-  json measurements{{"present", !rows.empty()},
-                    {"note", in.measurements_note},
-                    {"rows", rows},
-                    {"score", score_den > 0 ? fixed(3, score_num / score_den) : "-"},
-                    {"coverage", rows.size() == op.workloads.size()
-                                     ? "all " + std::to_string(rows.size()) + " workloads"
-                                     : "the " + std::to_string(rows.size()) + " of " +
-                                           std::to_string(op.workloads.size()) +
-                                           " workloads measured"}};
+  json measurements{
+      {"present", !rows.empty()},
+      {"note", in.measurements_note},
+      {"rows", rows},
+      {"score", score_den > 0 ? fixed(3, score_num / score_den) : "-"},
+      // Empty unless the worker reported its launch floor.
+      {"attainable_score", any_attainable && score_den > 0 ? fixed(3, att_num / score_den) : ""},
+      {"coverage", rows.size() == public_workloads
+                       ? "all " + std::to_string(rows.size()) + " workloads"
+                       : "the " + std::to_string(rows.size()) + " of " +
+                             std::to_string(public_workloads) + " workloads measured"}};
 
   json diagnosis = json::array();
   for (const auto& f : in.diagnosis) diagnosis.push_back({{"cls", f.cls}, {"evidence", f.evidence}});

@@ -47,6 +47,8 @@ struct workload_measurement {
   std::string status = "ok";  // ok, wrong, compile_error, timeout, crashed, ...
   std::optional<double> median_us;
   std::optional<double> sol_fraction;  // T_SOL / median, 0..1
+  // max(T_SOL, measured launch floor) / median: what a launch allows at all.
+  std::optional<double> attainable_fraction;
 };
 
 // One finding of the diagnosis: a class (memory_bound_uncoalesced,
