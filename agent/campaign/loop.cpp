@@ -228,7 +228,7 @@ const json& campaign_loop::variant_of(store::row_id id) {
 store::row_id campaign_loop::candidate_row(const json& variant, store::candidate_origin origin,
                                            std::optional<store::row_id> parent,
                                            std::optional<store::row_id> iteration,
-                                           const std::string& note) {
+                                           const std::string& note, const proposal* from) {
   const auto key = content_key(variant);
   if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
   store::candidate_record c;
@@ -242,6 +242,10 @@ store::row_id campaign_loop::candidate_row(const json& variant, store::candidate
   c.launch_plan = launch_plan;
   c.parameters = variant.value("parameters", json::object());
   c.provider = source_.name();
+  if (from) {
+    c.llm_call_id = from->llm_call_id;
+    if (!from->model.empty()) c.model = from->model;
+  }
   if (!note.empty()) c.note = note;
   const auto id = db_.add_candidate(c);
   // The maps run ahead of the commit; if the transaction rolls back the
@@ -497,6 +501,7 @@ void campaign_loop::iterate(std::int64_t n) {
     prompt_context ctx;
     ctx.op = &op_;
     ctx.iteration = n;
+    ctx.iteration_id = it_id;
     ctx.strategy = p.strategy;
     ctx.parent_id = p.parent_id;
     ctx.parent = parent;
@@ -510,8 +515,9 @@ void campaign_loop::iterate(std::int64_t n) {
     const source_answer a = source_.propose(ctx);
     store::transaction tx(db_.db());
     for (const auto& pr : a.proposals) {
-      const auto id = candidate_row(pr.candidate, pr.origin, p.parent_id, it_id, pr.note);
-      if (std::find(ids.begin(), ids.end(), id) == ids.end() && id != p.parent_id) ids.push_back(id);
+      const auto id = candidate_row(pr.candidate, pr.origin, p.parent_id, it_id, pr.note, &pr);
+      if (std::find(ids.begin(), ids.end(), id) == ids.end() && id != p.parent_id)
+        ids.push_back(id);
     }
     answer_info = {{"iteration", n},
                    {"candidate_ids", ids},

@@ -164,7 +164,8 @@ class campaign_loop {
                                                         std::optional<store::row_id> iteration_id);
   store::row_id candidate_row(const nlohmann::json& variant, store::candidate_origin origin,
                               std::optional<store::row_id> parent,
-                              std::optional<store::row_id> iteration, const std::string& note);
+                              std::optional<store::row_id> iteration, const std::string& note,
+                              const proposal* from = nullptr);
   store::row_id iteration_row(std::int64_t n, const plan& p);
   const nlohmann::json& variant_of(store::row_id id);
   std::map<std::string, workload_result> full_of(store::row_id id);

@@ -47,6 +47,7 @@ class worker_evaluator final : public evaluator {
   const nlohmann::json& start();
   eval_batch evaluate(const eval_request& rq) override;
   void record(store::store& db, const eval_request& rq, const eval_batch& b) override;
+  nlohmann::json device() override { return start(); }
   void stop();
 
  private:

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "campaign/session.hpp"
 #include "cli/context.hpp"
 #include "config/operator.hpp"
 #include "runner/evaluation.hpp"
@@ -58,6 +59,13 @@ std::vector<std::string> resolve_workloads(const config::operator_config& op, co
 
 // Finds configs/hardware/gpus.json (or the --peaks file).
 std::string find_peaks_file(const std::string& flag);
+
+// The campaign session's settings for `kopt run` (run.cpp): the
+// --llm-config file's "llm" section (or the whole file), kopt's own
+// knowledge base and templates, the peak table, the counters tier.
+campaign::session_options run_session_options(const std::string& provider,
+                                              const std::string& llm_config,
+                                              const eval_options& run, const std::string& counters);
 
 struct compile_check {
   std::string role;

@@ -304,9 +304,25 @@ void print_llm_calls(const json& r) {
     std::cout << "\nLLM call " << c["id"] << " (" << c.value("provider", "") << " / " << c.value("model", "") << ", "
               << c.value("status", "") << ", " << c["prompt_tokens"] << "+" << c["completion_tokens"] << " tokens, $"
               << fmt_double(c.value("cost_usd", 0.0), 4) << ")"
-              << (link == "iteration" ? ": a call of this candidate's iteration (not linked to one candidate)" : "")
-              << "\n--- prompt\n" << c.value("prompt", "") << "\n--- response\n"
-              << (c["response"].is_string() ? c["response"].get<std::string>() : std::string("(none)")) << '\n';
+              << (link == "iteration"
+                      ? ": a call of this candidate's iteration (not linked to one candidate)"
+                      : "")
+              << '\n';
+    // The prompt is stored as {"system": ..., "messages": [...]}: print
+    // each part as the model saw it; anything else as stored.
+    const json pj = json::parse(c.value("prompt", ""), nullptr, false);
+    if (pj.is_object() && pj.contains("messages")) {
+      if (!pj.value("system", "").empty())
+        std::cout << "--- system\n" << pj.value("system", "") << '\n';
+      for (const auto& m : pj.at("messages"))
+        std::cout << "--- " << m.value("role", "user") << '\n' << m.value("content", "") << '\n';
+    } else {
+      std::cout << "--- prompt\n" << c.value("prompt", "") << '\n';
+    }
+    std::cout << "--- answer\n"
+              << (c["response"].is_string() ? c["response"].get<std::string>()
+                                            : std::string("(none)"))
+              << '\n';
   }
 }
 

@@ -11,16 +11,13 @@
 #include <cstring>
 #include <fstream>
 
-#include "campaign/loop.hpp"
-#include "campaign/sources.hpp"
+#include "campaign/session.hpp"
 #include "common/error.hpp"
 #include "daemon/http.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
-#include "llm/client.hpp"
-#include "runner/llm_recorder.hpp"
 
 namespace kopt::daemon {
 
@@ -78,6 +75,22 @@ std::optional<std::string> pending_request(store::store& db, store::row_id id) {
 }
 
 }  // namespace
+
+std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
+                                                             const std::string& provider) {
+  campaign::session_options so;
+  if (provider != "autotune") {
+    auto it = cfg.providers.find(provider);
+    if (it == cfg.providers.end()) return std::nullopt;
+    so.llm_section = it->second;
+    so.llm_base_dir = cfg.file.parent_path();
+  }
+  so.kb_directories = cfg.kb_directories;
+  so.prompts_dir = cfg.prompts_dir.string();
+  so.peaks_file = peaks_file_for(cfg);
+  so.counters = cfg.worker.counters;
+  return so;
+}
 
 struct service::step {
   store::row_id id = 0;
@@ -293,63 +306,44 @@ void service::run_step(step& s) {
     }
     const config::operator_config& op = *loaded.op;
 
-    // The candidate source.
-    std::unique_ptr<campaign::candidate_source> source;
-    std::unique_ptr<llm::budget> budget;
-    std::unique_ptr<runner::store_call_recorder> recorder;
-    std::unique_ptr<llm::llm_client> client;
-    if (camp->provider == "autotune") {
-      source = std::make_unique<campaign::autotune_source>();
-    } else {
-      json section;
-      {
-        std::lock_guard lk(cfg_mu_);
-        if (auto it = cfg_.providers.find(camp->provider); it != cfg_.providers.end())
-          section = it->second;
-      }
-      if (section.is_null()) {
-        const std::string why = fmt::format(
-            "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
-            "reload (SIGHUP) and "
-            "`kopt resume {}`",
-            camp->provider, cfg_.file.string(), s.id);
-        store::transaction tx(db.db());
-        db.set_campaign_state(s.id, store::campaign_state::paused, why);
-        tx.commit();
-        spdlog::error("campaign {}: {}", s.id, why);
-        s.outcome = "failed";
-        s.done = true;
-        return;
-      }
-      llm::provider_config pc = llm::parse_provider_config(section, cfg_.file.parent_path());
-      if (pc.model.empty()) pc.model = camp->model;
-      // What is left of the campaign's LLM budget (the loop checks it too).
-      llm::budget_limits bl;
-      if (camp->budget.tokens)
-        bl.tokens = std::max<std::int64_t>(0, *camp->budget.tokens - camp->spent_tokens);
-      if (camp->budget.cost_usd)
-        bl.cost_usd = std::max(0.0, *camp->budget.cost_usd - camp->spent_cost_usd);
-      budget = std::make_unique<llm::budget>(bl);
-      recorder = std::make_unique<runner::store_call_recorder>(db, s.id);
-      client = std::make_unique<llm::llm_client>(
-          llm::make_provider(pc),
-          llm::client_options{budget.get(), recorder.get(), pc.prices, pc.max_concurrency});
-      source = std::make_unique<campaign::llm_source>(*client, pc.max_tokens);
+    // An LLM provider needs its section of the daemon config.
+    std::optional<campaign::session_options> so;
+    {
+      std::lock_guard lk(cfg_mu_);
+      so = session_options_for(cfg_, camp->provider);
+    }
+    if (!so) {
+      const std::string why = fmt::format(
+          "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
+          "reload (SIGHUP) and "
+          "`kopt resume {}`",
+          camp->provider, cfg_.file.string(), s.id);
+      store::transaction tx(db.db());
+      db.set_campaign_state(s.id, store::campaign_state::paused, why);
+      tx.commit();
+      spdlog::error("campaign {}: {}", s.id, why);
+      s.outcome = "failed";
+      s.done = true;
+      return;
     }
 
-    // The evaluator: GPUs leased from the pool.
+    // The evaluator: GPUs leased from the pool. Everything else comes from
+    // the one campaign session, as in `kopt run`.
     const gpu_pool::who who{fmt::format("{} ({})", s.id, op.name), s.team, s.priority};
-    std::unique_ptr<campaign::evaluator> ev;
-    if (cfg_.evaluator == "fake") {
-      fake_settings fs;
-      {
-        std::lock_guard lk(cfg_mu_);
-        fs = cfg_.fake;
+    const campaign::evaluator_factory leased =
+        [&](const config::operator_config& cfg,
+            const campaign::evaluator_spec& spec) -> std::unique_ptr<campaign::evaluator> {
+      if (cfg_.evaluator == "fake") {
+        fake_settings fs;
+        {
+          std::lock_guard lk(cfg_mu_);
+          fs = cfg_.fake;
+        }
+        return std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
       }
-      ev = std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
-    } else {
-      ev = std::make_unique<pool_worker_evaluator>(*pool_, who, op, cfg_.worker);
-    }
+      return std::make_unique<pool_worker_evaluator>(*pool_, who, cfg, cfg_.worker, spec.counters);
+    };
+    campaign::session session(db, s.id, op, std::move(*so), leased);
 
     campaign::loop_hooks hooks;
     hooks.at = [&](std::string_view point, std::int64_t) {
@@ -366,10 +360,8 @@ void service::run_step(step& s) {
                    p.iteration, 100 * p.best_sol, p.promoted ? " (new best)" : "", p.tokens,
                    p.cost_usd);
     };
-    auto settings = campaign::loop_settings::from_campaign(*camp);
-    campaign::campaign_loop loop(db, s.id, op, *source, *ev, settings, hooks);
     try {
-      const auto r = loop.run();
+      const auto r = session.run(hooks);
       outcome = "finished";
       spdlog::info("campaign {} finished: {}", s.id, r.stop_reason);
       record_step_success(db, s.id);

@@ -110,7 +110,7 @@ TEST_F(ResearchCli, ShowCandidateHasPromptResponseLogsAndCounters) {
             std::string::npos);
   EXPECT_NE(r.out.find("diagnosis.bottleneck = memory-bound-far-from-peak"), std::string::npos);
   EXPECT_NE(r.out.find("--- prompt"), std::string::npos);
-  EXPECT_NE(r.out.find("--- response"), std::string::npos);
+  EXPECT_NE(r.out.find("--- answer"), std::string::npos);
   EXPECT_NE(r.out.find("the campaign's best"), std::string::npos);
 
   r = kopt({"show", "candidate", std::to_string(compile_error)});

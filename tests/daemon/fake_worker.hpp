@@ -7,7 +7,9 @@
 //  - dies without a word on every request for an operator whose name
 //    contains "crashy" (a worker that crashes in a loop for one campaign);
 //  - otherwise answers each subject on each workload with "ok" and
-//    deterministic timings derived from the candidate's content.
+//    deterministic timings derived from the candidate's content, plus
+//    made-up counters when the request asks for a tier (logged to
+//    DIR/counters.log with whether it was started --profile-only).
 #pragma once
 
 #include <filesystem>
@@ -68,9 +70,16 @@ for line in sys.stdin:
             rng = random.Random(h[2] * 65536 + h[3] * 256 + req.get("settings", {}).get("base_seed", 0) % 256)
             samples = [base * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(21)]
             srt = sorted(samples)
-            results.append({"role": s["role"], "status": "ok",
-                            "timing": {"median_ns": srt[10], "samples_ns": samples, "samples": 21,
-                                       "q1_ns": srt[5], "q3_ns": srt[15], "rsd": 0.01, "stop_reason": "fake"}})
+            r = {"role": s["role"], "status": "ok",
+                 "timing": {"median_ns": srt[10], "samples_ns": samples, "samples": 21,
+                            "q1_ns": srt[5], "q3_ns": srt[15], "rsd": 0.01, "stop_reason": "fake"}}
+            tier = req.get("settings", {}).get("counters", "none")
+            if tier != "none":
+                # Only the --profile-only worker is asked for counters.
+                log("counters.log", {"profile_only": "--profile-only" in sys.argv, "tier": tier, "gpu": gpu})
+                r["counters"] = {"mode": "fake", "passes": 1, "tier": tier,
+                                 "metrics": {"dram__throughput.avg.pct_of_peak_sustained_elapsed": 61.5}}
+            results.append(r)
         emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
     emit({"type": "done", "id": rid})
 )PY";
