@@ -3,7 +3,7 @@
 on the GPU machine (CuPy compiles the same .cu files with NVRTC for sm_90a;
 torch makes the data, the reference and the PyTorch timings).
 
-    python3 bench/hopper/harness.py [--quick] [--out DIR] [--only final,decode,ablate,bf16,fp8]
+    python3 bench/hopper/harness.py [--quick] [--out DIR] [--only final,decode,ablate,tma,bf16,fp8]
 
 Prints one line per (kernel, variant, shape): relative error against an fp32
 reference, median time over timed launches (CUDA events), TFLOP/s, and the
@@ -184,6 +184,32 @@ def ablations(reps):
         torch.cuda.empty_cache()
 
 
+def gemm_tma(shapes, reps):
+    """The unmeasured TMA candidate (bench/hopper/gemm_tma): device-built tensor maps, then the GEMM."""
+    path = "bench/hopper/gemm_tma/gemm_bf16_tma.cu"
+    bn, st = 256, 4
+    smem = st * (128 + bn) * 64 * 2 + 2048
+    mk = load(path, "gemm_tma_make_maps", {"BN": bn, "STAGES": st})
+    k = load(path, "gemm_bf16_tma_ws", {"BN": bn, "STAGES": st})
+    k.max_dynamic_shared_size_bytes = smem
+    for (m, n, kk) in shapes:
+        g = torch.Generator(device="cuda"); g.manual_seed(m + n + kk)
+        a = (torch.rand(m, kk, device="cuda", generator=g) * 2 - 1).bfloat16()
+        b = ((torch.rand(n, kk, device="cuda", generator=g) * 2 - 1) * 0.05).bfloat16()
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        maps = torch.zeros(256, device="cuda", dtype=torch.uint8)
+        grid = (min(132, (m + 127) // 128 * ((n + bn - 1) // bn)),)
+
+        def launch():
+            mk((1,), (32,), (P(a), P(b), P(maps), np.int32(m), np.int32(n), np.int32(kk)))
+            k(grid, (384,), (P(a), P(b), P(c), P(maps), np.int32(m), np.int32(n), np.int32(kk)), shared_mem=smem)
+        launch(); torch.cuda.synchronize()
+        err = relerr(c.float(), a.float() @ b.float().T)
+        t = bench(launch, reps)
+        row(kernel="gemm_bf16", variant="tma_BN256_S4", shape=f"{m}x{n}x{kk}", relerr=err, ms=t,
+            tflops=2.0 * m * n * kk / t / 1e9)
+
+
 FP8_CONFIG_SHAPES = [(m, 2048, 2048) for m in (349, 1024, 4533, 6918, 20480, 51200, 65536, 98304, 118784, 250880, 516096,
                                                704512)] + \
                     [(m, 4096, 4096) for m in (237, 3072, 4096, 8192, 16384, 24576, 49152, 65536, 98304, 131072, 258048,
@@ -241,6 +267,8 @@ def main():
     if "final" in only:  # the configs' defaults on every config shape, against PyTorch
         gemm_bf16(BF16_CONFIG_SHAPES, [(256, 4, 132, 16)], reps)
         gemm_fp8(FP8_CONFIG_SHAPES, [(6, 132, 8)], reps)
+    if "tma" in only:
+        gemm_tma(BF16_CONFIG_SHAPES, reps)
     if "decode" in only:
         decode(reps)
     if "ablate" in only:

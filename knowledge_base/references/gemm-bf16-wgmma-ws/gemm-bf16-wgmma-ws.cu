@@ -199,8 +199,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
-    int it =
-        0;  // k-steps issued by this block over all its tiles: stage it % STAGES, use it / STAGES
+    // k-steps issued by this block over all its tiles: stage it % STAGES, use it / STAGES
+    int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       int tm, tn;
       tile_coords(tile, tiles_m, tiles_n, tm, tn);
