@@ -94,8 +94,11 @@ struct run_opts {
 
 namespace {
 
-// The knowledge base's operator class for a config's op_type.
+// The knowledge base's operator class of a config: its `kb_class` when
+// set (checked by validation), else op_type itself when it is a class name,
+// else substring rules on op_type (docs/knowledge-base.md lists them).
 std::string kb_operator_class(const config::operator_config& op) {
+  if (!op.kb_class.empty()) return op.kb_class == "any" ? "" : op.kb_class;
   const std::string t = op.op_type;
   if (kb::is_operator_class(t)) return t;
   auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
@@ -104,6 +107,7 @@ std::string kb_operator_class(const config::operator_config& op) {
   if (has("softmax")) return "softmax";
   if (has("attention") || has("attn")) return "attention";
   if (has("quant")) return "quantization";
+  if (has("rope") || has("rotary")) return "elementwise";
   if (has("moe") || has("expert")) return "moe";
   if (has("topk") || has("top_k")) return "topk";
   if (has("cache")) return "kv-cache";
