@@ -148,6 +148,39 @@ TEST(LineDiff, FindsInsertionsDeletionsAndHunks) {
   EXPECT_EQ(big.size(), 4u);
 }
 
+// Myers: a few changes in a large file stay a few lines of diff (the old
+// quadratic table gave up on such inputs and replaced everything).
+TEST(LineDiff, LargeFilesWithFewChangesStayMinimal) {
+  std::string a, b;
+  for (int i = 0; i < 30000; ++i) {
+    const std::string line = "  x[" + std::to_string(i) + "] = y;\n";
+    a += line;
+    if (i == 100 || i == 15000 || i == 29990)
+      b += "  changed " + std::to_string(i) + ";\n";
+    else
+      b += line;
+    if (i == 20000) b += "  inserted;\n";
+  }
+  const auto lines = line_diff(a, b);
+  int minus = 0, plus = 0, same = 0;
+  for (const auto& l : lines) {
+    minus += l.op == '-';
+    plus += l.op == '+';
+    same += l.op == ' ';
+  }
+  EXPECT_EQ(minus, 3);
+  EXPECT_EQ(plus, 4);
+  EXPECT_EQ(same, 30000 - 3);
+  // Reassembling each side from the script gives the inputs back.
+  std::string ra, rb;
+  for (const auto& l : lines) {
+    if (l.op != '+') ra += l.text + "\n";
+    if (l.op != '-') rb += l.text + "\n";
+  }
+  EXPECT_EQ(ra, a);
+  EXPECT_EQ(rb, b);
+}
+
 TEST_F(Report, DiffOfSeedAndBest) {
   auto db = reader();
   const json j = diff_json(db, rs_->seed, rs_->best);
