@@ -942,14 +942,14 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
     for (std::size_t i = 0; i < op.constraints.size(); ++i) {
       const jpath cp = (root / "constraints")[i];
       try {
-        if (!expr::condition::parse(op.constraints[i]).holds(expr::map_resolver(names)))
-          ctx.error(
-              cp, who + "violates constraint " + quote(op.constraints[i]) + " (" + [&] {
-                std::string vals;
-                for (const auto& n : expr::condition::parse(op.constraints[i]).names())
-                  vals += (vals.empty() ? "" : ", ") + n + " = " + std::to_string(names.at(n));
-                return vals;
-              }() + ")");
+        const auto cond = expr::condition::parse(op.constraints[i]);
+        if (!cond.holds(expr::map_resolver(names))) {
+          std::string vals;  // the values it was checked with
+          for (const auto& n : cond.names())
+            if (auto it = names.find(n); it != names.end())
+              vals += (vals.empty() ? "" : ", ") + n + " = " + std::to_string(it->second);
+          ctx.error(cp, who + "violates constraint " + quote(op.constraints[i]) + " (" + vals + ")");
+        }
       } catch (const expr::expr_error& e) {
         ctx.error(cp, who + "constraint " + quote(op.constraints[i]) + ": " + e.what());
       }

@@ -344,7 +344,15 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
   std::map<std::string, json> wl_json;
   std::string wl_lines;
   const json scalars = cfg.value("scalars", json::object());
-  for (const auto& w : d.workloads) {
+  // In the config's order (the store lists them by key), so that an
+  // import gives the same workloads list back.
+  std::vector<const store::workload_record*> in_order;
+  for (const auto& cw : cfg.value("workloads", json::array()))
+    if (const auto* w = d.workload(cw.value("id", ""))) in_order.push_back(w);
+  for (const auto& w : d.workloads)
+    if (std::find(in_order.begin(), in_order.end(), &w) == in_order.end()) in_order.push_back(&w);
+  for (const auto* wp : in_order) {
+    const auto& w = *wp;
     json inputs = json::object();
     for (const auto& [k, t] : member(cfg, "inputs").items()) inputs[k] = {{"type", "random"}};
     json wcfg;
@@ -648,7 +656,16 @@ std::vector<imported_definition> import_flashinfer_trace(const fs::path& dir,
     if (ec) break;
     if (it->is_regular_file()) files.push_back(it->path());
   }
-  std::sort(files.begin(), files.end());
+  // Workload lists before traces: the first line of a workload (by uuid)
+  // decides its place, and workloads/ keeps the definition's order.
+  auto in_traces = [&](const fs::path& p) {
+    for (const auto& part : fs::relative(p, dir, ec)) if (part == "traces") return true;
+    return false;
+  };
+  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
+    const bool ta = in_traces(a), tb = in_traces(b);
+    return ta != tb ? tb : a < b;
+  });
   std::map<fs::path, std::vector<std::string>> defs_in_dir;  // directory -> definition names
   for (const auto& p : files) {
     if (p.extension() != ".json") continue;
