@@ -741,9 +741,14 @@ run_result campaign_loop::run(const run_limits& limits) {
     return r;
   }
   if (c->state != store::campaign_state::running) db_.set_campaign_state(campaign_id_, store::campaign_state::running);
-  if (c->state != store::campaign_state::queued || st_.completed >= 0) {
+  // A fresh campaign is often already "running" (the daemon claims it
+  // first): it is a resume only when an earlier run left something behind.
+  if (st_.completed >= 0 ||
+      (c->state != store::campaign_state::queued && !db_.candidates_of(campaign_id_).empty())) {
     store::transaction tx(db_.db());
-    event("resumed", fmt::format("resuming after iteration {}", st_.completed),
+    event("resumed",
+          st_.completed >= 0 ? fmt::format("resuming after iteration {}", st_.completed)
+                             : std::string("resuming: setup had not finished, starting it again"),
           {{"completed", st_.completed}, {"cached_evaluations", cache_.size()}});
     tx.commit();
   }

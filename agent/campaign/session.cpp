@@ -97,6 +97,7 @@ std::int64_t replay_lines_used(store::store& db, store::row_id cid, std::int64_t
 }  // namespace
 
 std::string kb_operator_class(const config::operator_config& op) {
+  if (!op.kb_class.empty()) return op.kb_class == "any" ? "" : op.kb_class;
   const std::string t = op.op_type;
   if (kb::is_operator_class(t)) return t;
   auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
@@ -105,6 +106,7 @@ std::string kb_operator_class(const config::operator_config& op) {
   if (has("softmax")) return "softmax";
   if (has("attention") || has("attn")) return "attention";
   if (has("quant")) return "quantization";
+  if (has("rope") || has("rotary")) return "elementwise";
   if (has("moe") || has("expert")) return "moe";
   if (has("topk") || has("top_k")) return "topk";
   if (has("cache")) return "kv-cache";

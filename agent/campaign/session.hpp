@@ -71,8 +71,10 @@ struct session_options {
   std::optional<std::uint64_t> base_seed;  // inputs of screen/full stages; empty: the loop's
 };
 
-// Where a session's knowledge retrieval starts: the operator class of a
-// config (its op_type mapped to the knowledge base's classes; "" = any).
+// Where a session's knowledge retrieval starts: the knowledge base's
+// operator class of a config: its `kb_class` when set (checked by
+// validation), else op_type itself when it is a class name, else substring
+// rules on op_type (docs/knowledge-base.md lists them); "" = any.
 std::string kb_operator_class(const config::operator_config& op);
 
 // The prompt half of a session: GPU facts and templates, the loop's

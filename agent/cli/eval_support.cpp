@@ -149,7 +149,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
                             const std::vector<std::string>& workloads, const eval_options& o,
                             const context* ctx, const std::string& stage,
                             std::optional<std::int64_t> campaign_id,
-                            std::optional<std::int64_t> iteration_id) {
+                            std::optional<std::int64_t> iteration_id, progress_meter* progress) {
   eval_outcome out;
   runner::worker_options wo;
   wo.worker_exe = o.worker;
@@ -158,6 +158,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   if (wo.worker_exe.empty()) wo.worker_exe = runner::default_worker_exe();
   runner::worker_client client(wo);
   const auto start_t0 = std::chrono::steady_clock::now();
+  if (progress) progress->note("starting the worker");
   try {
     client.start();
     out.worker_start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_t0).count();
@@ -185,6 +186,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   }
 
   if (!out.gpu) {
+    if (progress) progress->note("no GPU: compile-checking for " + o.arch);
     out.compile_checks = compile_check_all(op, subjects, o);
     out.exit_code = exit_no_gpu;
     if (db) {
@@ -253,9 +255,11 @@ eval_outcome run_evaluation(const config::operator_config& op,
   for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
     eval_timing t;
     const auto t0 = steady::now();
-    out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
-      if (m.value("type", "") == "workload_result")
+    out.report = runner::evaluate_with_counters(client, &profiler, req, [progress](const json& m) {
+      if (m.value("type", "") == "workload_result") {
         spdlog::info("workload {} done", m.value("workload", ""));
+        if (progress) progress->step("workload " + m.value("workload", std::string()));
+      }
     });
     const auto t1 = steady::now();
     t.request_s = std::chrono::duration<double>(t1 - t0).count();

@@ -12,6 +12,7 @@
 
 #include "campaign/session.hpp"
 #include "cli/context.hpp"
+#include "cli/progress.hpp"
 #include "config/operator.hpp"
 #include "runner/evaluation.hpp"
 #include "runner/record.hpp"
@@ -101,12 +102,14 @@ struct eval_outcome {
 };
 
 // ctx == nullptr: do not store. `stage` is recorded on every evaluation.
+// `progress`, when given, gets a step per workload evaluated.
 eval_outcome run_evaluation(const config::operator_config& op,
                             const std::vector<runner::subject_spec>& subjects,
                             const std::vector<std::string>& workloads, const eval_options& o,
                             const context* ctx, const std::string& stage,
                             std::optional<std::int64_t> campaign_id = std::nullopt,
-                            std::optional<std::int64_t> iteration_id = std::nullopt);
+                            std::optional<std::int64_t> iteration_id = std::nullopt,
+                            progress_meter* progress = nullptr);
 
 // Compile-only check of subjects (and the reference) for o.arch, through
 // isolated `kopt-worker compile` children. Works without a GPU.

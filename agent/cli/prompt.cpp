@@ -216,6 +216,10 @@ void run_render(const prompt_options& o, const context& ctx) {
 void register_prompt(CLI::App& app, context& ctx, exit_status& /*status*/) {
   CLI::App* group = app.add_subcommand("prompt", "Prompt templates");
   group->require_subcommand(1);
+  group->footer(
+      "Examples:\n  kopt prompt render configs/examples/rmsnorm.json\n"
+      "  kopt prompt render configs/examples/rmsnorm.json --template fix_compile\n"
+      "Run 'kopt prompt render --help' for its options. See docs/prompts.md.");
   auto opts = std::make_shared<prompt_options>();
   CLI::App* cmd = group->add_subcommand(
       "render", "Print the prompt a campaign would send for CONFIG, with its seed as the parent");

@@ -241,7 +241,7 @@ const char* dashboard_html() {
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em} table{border-collapse:collapse;width:100%}
 th,td{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}
-td.err{white-space:normal;color:#a00;max-width:30em}
+td.note{white-space:normal;color:#555;max-width:30em}td.note.err{color:#a00}
 .bar{background:#eee;width:120px;height:10px;display:inline-block}
 .bar i{background:#3a7;height:10px;display:block}
 .running{color:#06c}.done{color:#080}.failed,.cancelled{color:#a00}.paused{color:#a60}
@@ -263,12 +263,15 @@ async function refresh(){
   const cs=await (await fetch('/api/campaigns')).json();
   document.getElementById('rows').innerHTML=cs.map(c=>{
    const p=c.progress==null?'':'<span class="bar"><i style="width:'+Math.round(100*c.progress)+'%"></i></span>';
+   // Red only for errors; a normal stop reason (budget, target reached,
+   // search space exhausted) is plain text.
    const note=c.last_error||c.stop_reason||c.requested_action||'';
+   const bad=!!c.last_error||c.state==='failed';
    return '<tr><td>'+c.id+'</td><td>'+esc(c.operator)+'</td><td>'+esc(c.team)+'</td><td>'+c.priority+
     '</td><td class="'+c.state+'">'+c.state+'</td><td>'+p+'</td><td>'+c.spent.iterations+
     (c.budget.iterations!=null?' / '+c.budget.iterations:'')+'</td><td>'+
     (c.best_sol_fraction==null?'-':(100*c.best_sol_fraction).toFixed(1))+'</td><td>'+c.spent.tokens+
-    '</td><td>'+c.spent.cost_usd.toFixed(2)+'</td><td class="err">'+esc(note)+'</td></tr>';}).join('');
+    '</td><td>'+c.spent.cost_usd.toFixed(2)+'</td><td class="note'+(bad?' err':'')+'">'+esc(note)+'</td></tr>';}).join('');
  }catch(e){document.getElementById('st').textContent='cannot reach the daemon: '+e;}
 }
 refresh();setInterval(refresh,5000);

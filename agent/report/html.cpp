@@ -172,7 +172,8 @@ struct color_of_outcome {
 color_of_outcome outcome_colors(outcome o) {
   switch (o) {
     case outcome::compile_error:
-      return {"#f59e0b", "#fef3c7", "compile error"};
+      // Orange, far from the yellow of "path to the best" (#fde68a).
+      return {"#ea580c", "#ffedd5", "compile error"};
     case outcome::incorrect:
       return {"#dc2626", "#fee2e2", "incorrect / crashed"};
     case outcome::integrity:
@@ -552,6 +553,11 @@ std::string spend_chart(const campaign_data& d, bool cost) {
     tmax = std::max(tmax, static_cast<double>(s.at_ms - t0) / 1000.0);
     ymax = std::max(ymax, cost ? s.cost_usd : static_cast<double>(s.tokens));
   }
+  // Calls but nothing to plot (a local model at $0, no token counts): an
+  // axis from 0 to 0 says nothing.
+  if (!(ymax > 0))
+    return empty_chart(name, cost ? "no cost recorded: every LLM call was priced at $0"
+                                  : "no tokens recorded for the LLM calls");
   double unit = 1;
   std::string uname = "wall time (s)";
   if (tmax >= 7200) {
