@@ -83,11 +83,14 @@ json campaigns_json(store::store& reader, std::optional<store::row_id> only) {
     // budget), so the dashboard can draw a bar.
     double p = -1;
     if (r.budget_iterations && *r.budget_iterations > 0)
-      p = std::max(p, static_cast<double>(r.spent_iterations) / static_cast<double>(*r.budget_iterations));
-    if (r.budget_wall_time_s && *r.budget_wall_time_s > 0) p = std::max(p, r.spent_wall_time_s / *r.budget_wall_time_s);
+      p = std::max(
+          p, static_cast<double>(r.spent_iterations) / static_cast<double>(*r.budget_iterations));
+    if (r.budget_wall_time_s && *r.budget_wall_time_s > 0)
+      p = std::max(p, r.spent_wall_time_s / *r.budget_wall_time_s);
     if (r.budget_tokens && *r.budget_tokens > 0)
       p = std::max(p, static_cast<double>(r.spent_tokens) / static_cast<double>(*r.budget_tokens));
-    if (r.budget_cost_usd && *r.budget_cost_usd > 0) p = std::max(p, r.spent_cost_usd / *r.budget_cost_usd);
+    if (r.budget_cost_usd && *r.budget_cost_usd > 0)
+      p = std::max(p, r.spent_cost_usd / *r.budget_cost_usd);
     const std::string state = c["state"];
     if (state == "done" || state == "failed" || state == "cancelled") p = 1;
     c["progress"] = p < 0 ? json(nullptr) : json(std::min(1.0, p));
@@ -122,8 +125,8 @@ std::string metrics_text(store::store& reader, const json& status) {
   family(o, "kopt_campaigns", "gauge", "Campaigns by state.");
   for (const auto& s : store::campaign_state_names()) {
     const auto it = t.campaigns_by_state.find(std::string(s));
-    o << "kopt_campaigns{state=\"" << s << "\"} " << (it == t.campaigns_by_state.end() ? 0 : it->second)
-      << '\n';
+    o << "kopt_campaigns{state=\"" << s << "\"} "
+      << (it == t.campaigns_by_state.end() ? 0 : it->second) << '\n';
   }
   family(o, "kopt_evaluations_total", "counter",
          "Evaluation rows (candidate x workload x stage) by status.");

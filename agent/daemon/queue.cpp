@@ -1,7 +1,5 @@
 #include "daemon/queue.hpp"
 
-#include "campaign/submission.hpp"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -12,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "campaign/submission.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "store/scheduling.hpp"
@@ -200,8 +199,13 @@ void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
   if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + it.rel).campaign_id;
   const std::string status = op ? "accepted" : "rejected";
   const auto sub_id = store::add_submission(
-      db, {.origin = "spool", .key = key, .path = it.rel, .team = it.team, .status = status,
-           .campaign_id = cid, .error = op ? std::optional<std::string>() : std::optional(error)});
+      db, {.origin = "spool",
+           .key = key,
+           .path = it.rel,
+           .team = it.team,
+           .status = status,
+           .campaign_id = cid,
+           .error = op ? std::optional<std::string>() : std::optional(error)});
   tx.commit();
   if (op) {
     spdlog::info("spool: {} queued as campaign {} (team '{}')", it.rel, *cid, it.team);
@@ -297,8 +301,8 @@ control_result resume_campaign(store::store& db, store::row_id id) {
         "campaign {} is {}: it cannot be resumed (submit the operator again)", id, row.state));
   if (row.state == "paused") {
     const std::string to = row.started ? "running" : "queued";
-    store::reopen_campaign(db, id,
-                           row.started ? store::campaign_state::running : store::campaign_state::queued);
+    store::reopen_campaign(
+        db, id, row.started ? store::campaign_state::running : store::campaign_state::queued);
     add_event(db, id, "resumed_by_user", "resumed by user (kopt resume)");
     r.after = to;
     r.changed = true;

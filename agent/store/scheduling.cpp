@@ -13,7 +13,8 @@ std::optional<campaign_control> find_campaign_control(store& db, row_id id) {
 }
 
 void set_requested_action(store& db, row_id id, const std::optional<std::string>& action) {
-  auto st = db.db().prepare("UPDATE campaigns SET requested_action = ?, updated_at = ? WHERE id = ?");
+  auto st =
+      db.db().prepare("UPDATE campaigns SET requested_action = ?, updated_at = ? WHERE id = ?");
   st.bind_all(action, now_ms(), id).run();
 }
 
@@ -26,7 +27,8 @@ std::vector<row_id> campaigns_with_requests(store& db) {
 
 void reopen_campaign(store& db, row_id id, campaign_state to) {
   auto st = db.db().prepare(
-      "UPDATE campaigns SET state = ?, stop_reason = NULL, requested_action = NULL, step_failures = 0, "
+      "UPDATE campaigns SET state = ?, stop_reason = NULL, requested_action = NULL, step_failures "
+      "= 0, "
       "not_before = NULL, last_error = NULL, updated_at = ? WHERE id = ?");
   st.bind_all(std::string(to_string(to)), now_ms(), id).run();
 }
@@ -34,7 +36,8 @@ void reopen_campaign(store& db, row_id id, campaign_state to) {
 std::vector<runnable_row> runnable_campaigns(store& db, std::int64_t now) {
   auto st = db.db().prepare(
       "SELECT id, team, priority, created_at FROM campaigns WHERE state IN ('queued','running') "
-      "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> 'eval' "
+      "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> "
+      "'eval' "
       "ORDER BY created_at, id");
   st.bind_all(now);
   std::vector<runnable_row> out;
@@ -52,18 +55,20 @@ void clear_step_failures(store& db, row_id id) {
 void set_step_failures(store& db, row_id id, std::int64_t failures, std::int64_t not_before_ms,
                        const std::string& last_error) {
   auto st = db.db().prepare(
-      "UPDATE campaigns SET step_failures = ?, not_before = ?, last_error = ?, updated_at = ? WHERE id = ?");
+      "UPDATE campaigns SET step_failures = ?, not_before = ?, last_error = ?, updated_at = ? "
+      "WHERE id = ?");
   st.bind_all(failures, not_before_ms, last_error, now_ms(), id).run();
 }
 
 std::optional<submission_record> find_submission(store& db, const std::string& key) {
   auto st = db.db().prepare(
-      "SELECT id, origin, key, path, team, status, campaign_id, error, created_at FROM submissions WHERE key = ?");
+      "SELECT id, origin, key, path, team, status, campaign_id, error, created_at FROM submissions "
+      "WHERE key = ?");
   st.bind_all(key);
   if (!st.step()) return std::nullopt;
-  return submission_record{st.get_int(0),      st.get_text(1),     st.get_text(2),
-                           st.get_text(3),     st.get_text(4),     st.get_text(5),
-                           st.get_opt_int(6),  st.get_opt_text(7), st.get_int(8)};
+  return submission_record{st.get_int(0),     st.get_text(1),     st.get_text(2),
+                           st.get_text(3),    st.get_text(4),     st.get_text(5),
+                           st.get_opt_int(6), st.get_opt_text(7), st.get_int(8)};
 }
 
 row_id add_submission(store& db, const submission_record& s) {
@@ -81,7 +86,8 @@ std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_i
       "SELECT c.id, o.name, c.state, c.provider, c.model, c.team, c.priority, c.spent_iterations, "
       "c.budget_iterations, c.spent_tokens, c.budget_tokens, c.spent_cost_usd, c.budget_cost_usd, "
       "c.spent_wall_time_s, c.budget_wall_time_s, c.best_candidate_id, c.best_score, c.created_at, "
-      "c.updated_at, c.started_at, c.finished_at, c.stop_reason, c.requested_action, c.step_failures, "
+      "c.updated_at, c.started_at, c.finished_at, c.stop_reason, c.requested_action, "
+      "c.step_failures, "
       "c.last_error, c.not_before, json_extract(c.settings_json, '$.target_sol_fraction') "
       "FROM campaigns c JOIN operators o ON o.id = c.operator_id WHERE c.provider <> 'eval'";
   if (only) sql += " AND c.id = ?";
@@ -128,7 +134,8 @@ store_totals totals(store& db) {
   store_totals t;
   {
     for (const auto& s : campaign_state_names()) t.campaigns_by_state[std::string(s)] = 0;
-    auto st = d.prepare("SELECT state, count(*) FROM campaigns WHERE provider <> 'eval' GROUP BY state");
+    auto st =
+        d.prepare("SELECT state, count(*) FROM campaigns WHERE provider <> 'eval' GROUP BY state");
     while (st.step()) t.campaigns_by_state[st.get_text(0)] = st.get_int(1);
   }
   {
@@ -142,8 +149,10 @@ store_totals totals(store& db) {
   }
   {
     auto st = d.prepare(
-        "SELECT coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), coalesce(sum(cached_tokens),0), "
-        "coalesce(sum(reasoning_tokens),0), coalesce(sum(cost_usd),0), coalesce(sum(attempts - 1),0) FROM llm_calls");
+        "SELECT coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
+        "coalesce(sum(cached_tokens),0), "
+        "coalesce(sum(reasoning_tokens),0), coalesce(sum(cost_usd),0), coalesce(sum(attempts - "
+        "1),0) FROM llm_calls");
     st.step();
     t.prompt_tokens = st.get_int(0);
     t.completion_tokens = st.get_int(1);

@@ -65,10 +65,10 @@ struct submission_record {
   std::string key;               // unique: what makes a file "the same submission"
   std::string path;
   std::string team;
-  std::string status;            // accepted | rejected
+  std::string status;  // accepted | rejected
   std::optional<row_id> campaign_id;
   std::optional<std::string> error;
-  std::int64_t created_at = 0;   // 0: now
+  std::int64_t created_at = 0;  // 0: now
 };
 std::optional<submission_record> find_submission(store& db, const std::string& key);
 row_id add_submission(store& db, const submission_record& s);
@@ -92,16 +92,18 @@ struct campaign_overview {
   std::int64_t step_failures = 0;
 };
 // Newest first; `only` restricts to one id.
-std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_id> only = std::nullopt);
+std::vector<campaign_overview> campaign_overviews(store& db,
+                                                  std::optional<row_id> only = std::nullopt);
 
 struct store_totals {
-  std::map<std::string, std::int64_t> campaigns_by_state;    // every state, 'eval' rows left out
-  std::map<std::string, std::int64_t> evaluations_by_status; // every store status, zero when none
-  std::map<std::string, std::int64_t> llm_calls_by_status;   // only statuses present
+  std::map<std::string, std::int64_t> campaigns_by_state;     // every state, 'eval' rows left out
+  std::map<std::string, std::int64_t> evaluations_by_status;  // every store status, zero when none
+  std::map<std::string, std::int64_t> llm_calls_by_status;    // only statuses present
   std::int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0, reasoning_tokens = 0;
   double llm_cost_usd = 0;
-  std::int64_t llm_retries = 0;                              // attempts beyond the first
-  std::map<std::string, std::int64_t> submissions_by_status; // accepted and rejected, zero when none
+  std::int64_t llm_retries = 0;  // attempts beyond the first
+  std::map<std::string, std::int64_t>
+      submissions_by_status;  // accepted and rejected, zero when none
   std::int64_t step_failed_events = 0;
 };
 store_totals totals(store& db);
