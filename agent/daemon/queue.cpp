@@ -380,7 +380,7 @@ std::optional<std::string> apply_request(store::store& db, store::row_id id) {
 std::vector<runnable> runnable_campaigns(store::store& db, std::int64_t now_ms) {
   // provider 'eval' rows are `kopt eval` records, not campaigns to run.
   std::vector<runnable> out;
-  for (const auto& r : store::runnable_campaigns(db, now_ms))
+  for (const auto& r : store::runnable_campaign_rows(db, now_ms))
     out.push_back({r.id, r.team, r.priority, r.created_at, 0});
   return out;
 }

@@ -33,7 +33,7 @@ void reopen_campaign(store& db, row_id id, campaign_state to) {
   st.bind_all(std::string(to_string(to)), now_ms(), id).run();
 }
 
-std::vector<runnable_row> runnable_campaigns(store& db, std::int64_t now) {
+std::vector<runnable_row> runnable_campaign_rows(store& db, std::int64_t now) {
   auto st = db.db().prepare(
       "SELECT id, team, priority, created_at FROM campaigns WHERE state IN ('queued','running') "
       "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> "

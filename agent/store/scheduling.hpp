@@ -50,7 +50,7 @@ struct runnable_row {
 };
 // queued or running, no pending request, past its backoff (not_before <=
 // now_ms); oldest first.
-std::vector<runnable_row> runnable_campaigns(store& db, std::int64_t now_ms);
+std::vector<runnable_row> runnable_campaign_rows(store& db, std::int64_t now_ms);
 // Clears failures, backoff and last error (a no-op write avoided when clear).
 void clear_step_failures(store& db, row_id id);
 // Records the count of failed steps in a row, the earliest next try and why.
