@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../store/temp_dir.hpp"
+#include "protocol/protocol.hpp"
 #include "store/store.hpp"
 
 namespace fs = std::filesystem;
@@ -91,7 +92,9 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-fs::path example(const std::string& name) { return fs::path(KOPT_SOURCE_DIR) / "configs" / "examples" / name; }
+fs::path example(const std::string& name) {
+  return fs::path(KOPT_SOURCE_DIR) / "configs" / "examples" / name;
+}
 
 class EvalCampaign : public ::testing::Test {
  protected:
@@ -103,10 +106,11 @@ class EvalCampaign : public ::testing::Test {
   fs::path fake_worker(const std::string& mode) {
     std::string src = kFakeWorker;
     auto put = [&](const std::string& key, const std::string& v) {
-      for (auto p = src.find(key); p != std::string::npos; p = src.find(key)) src.replace(p, key.size(), v);
+      for (auto p = src.find(key); p != std::string::npos; p = src.find(key))
+        src.replace(p, key.size(), v);
     };
     put("@MODE@", mode);
-    put("@PROTOCOL@", "1");
+    put("@PROTOCOL@", std::to_string(kopt::protocol::version));
     const fs::path p = dir_ / ("worker-" + mode + ".py");
     std::ofstream(p) << src;
     fs::permissions(p, fs::perms::owner_all);
@@ -114,11 +118,13 @@ class EvalCampaign : public ::testing::Test {
   }
 
   result kopt(const std::vector<std::string>& args) {
-    std::string cmd = "cd " + quote(dir_.path().string()) + " && env -u KOPT_DB -u XDG_STATE_HOME HOME=" +
-                      quote((dir_ / "home").string()) + " KOPT_CACHE_DIR=" + quote((dir_ / "cache").string()) +
-                      " " + quote(KOPT_BIN);
+    std::string cmd =
+        "cd " + quote(dir_.path().string()) +
+        " && env -u KOPT_DB -u XDG_STATE_HOME HOME=" + quote((dir_ / "home").string()) +
+        " KOPT_CACHE_DIR=" + quote((dir_ / "cache").string()) + " " + quote(KOPT_BIN);
     for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " >" + quote((dir_ / "stdout.txt").string()) + " 2>" + quote((dir_ / "stderr.txt").string());
+    cmd += " >" + quote((dir_ / "stdout.txt").string()) + " 2>" +
+           quote((dir_ / "stderr.txt").string());
     const int status = std::system(cmd.c_str());
     result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -142,7 +148,8 @@ class EvalCampaign : public ::testing::Test {
 TEST_F(EvalCampaign, EvalEndsDone) {
   const auto r = kopt({"--db", db(), "eval", example("rmsnorm.json").string(), "--worker",
                        fake_worker("ok").string(), "--json"});
-  if (r.code == 2 && r.err.find("eval") != std::string::npos) GTEST_SKIP() << "kopt built without `kopt eval`";
+  if (r.code == 2 && r.err.find("eval") != std::string::npos)
+    GTEST_SKIP() << "kopt built without `kopt eval`";
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const auto c = only_campaign();
   EXPECT_EQ(c.provider, "eval");
@@ -154,7 +161,8 @@ TEST_F(EvalCampaign, EvalEndsDone) {
 TEST_F(EvalCampaign, ProfileEndsDone) {
   const auto r = kopt({"--db", db(), "profile", example("rmsnorm.json").string(), "--worker",
                        fake_worker("ok").string(), "--json"});
-  if (r.code == 2 && r.err.find("profile") != std::string::npos) GTEST_SKIP() << "kopt built without `kopt profile`";
+  if (r.code == 2 && r.err.find("profile") != std::string::npos)
+    GTEST_SKIP() << "kopt built without `kopt profile`";
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const auto c = only_campaign();
   EXPECT_EQ(c.state, kopt::store::campaign_state::done) << kopt::store::to_string(c.state);
@@ -162,9 +170,10 @@ TEST_F(EvalCampaign, ProfileEndsDone) {
 }
 
 TEST_F(EvalCampaign, NoGpuEndsFailedWithTheReason) {
-  const auto r =
-      kopt({"--db", db(), "eval", example("rmsnorm.json").string(), "--worker", fake_worker("no_gpu").string()});
-  if (r.code == 2 && r.err.find("eval") != std::string::npos) GTEST_SKIP() << "kopt built without `kopt eval`";
+  const auto r = kopt({"--db", db(), "eval", example("rmsnorm.json").string(), "--worker",
+                       fake_worker("no_gpu").string()});
+  if (r.code == 2 && r.err.find("eval") != std::string::npos)
+    GTEST_SKIP() << "kopt built without `kopt eval`";
   EXPECT_EQ(r.code, 5) << r.err;  // exit_no_gpu
   const auto c = only_campaign();
   EXPECT_EQ(c.state, kopt::store::campaign_state::failed) << kopt::store::to_string(c.state);
@@ -175,7 +184,8 @@ TEST_F(EvalCampaign, NoGpuEndsFailedWithTheReason) {
 TEST_F(EvalCampaign, RefusedRequestEndsFailed) {
   const auto r = kopt({"--db", db(), "profile", example("rmsnorm.json").string(), "--worker",
                        fake_worker("reject").string()});
-  if (r.code == 2 && r.err.find("profile") != std::string::npos) GTEST_SKIP() << "kopt built without `kopt profile`";
+  if (r.code == 2 && r.err.find("profile") != std::string::npos)
+    GTEST_SKIP() << "kopt built without `kopt profile`";
   EXPECT_NE(r.code, 0) << r.out;
   const auto c = only_campaign();
   EXPECT_EQ(c.state, kopt::store::campaign_state::failed) << kopt::store::to_string(c.state);
