@@ -36,12 +36,15 @@ TEST(StoreMigrationV3, EvaluationsKeepTheirRowsAndTakeTheNewStatuses) {
     db.exec(
         "INSERT INTO operators(id, name, op_type, config_json, content_hash, created_at) "
         "VALUES (1, 'op', 'custom', '{}', 'h', 0);"
-        "INSERT INTO workloads(id, operator_id, key, position, axes_json, weight) VALUES (1, 1, 'w', 0, '{}', 1);"
+        "INSERT INTO workloads(id, operator_id, key, position, axes_json, weight) VALUES (1, 1, "
+        "'w', 0, '{}', 1);"
         "INSERT INTO campaigns(id, operator_id, provider, settings_json, created_at, updated_at) "
         "VALUES (1, 1, 'autotune', '{}', 0, 0);"
-        "INSERT INTO candidates(id, campaign_id, origin, source, source_hash, launch_plan_json, created_at) "
+        "INSERT INTO candidates(id, campaign_id, origin, source, source_hash, launch_plan_json, "
+        "created_at) "
         "VALUES (1, 1, 'seed', 'src', 'sh', '{}', 0);"
-        "INSERT INTO evaluations(id, candidate_id, workload_id, stage, status, median_ns, timing_json, error, "
+        "INSERT INTO evaluations(id, candidate_id, workload_id, stage, status, median_ns, "
+        "timing_json, error, "
         "created_at) VALUES (7, 1, 1, 'full', 'compile_error', 1234.5, '{\"samples\":3}', "
         "'compile_timeout: NVRTC ran past 60 s', 42);");
     // v2 refuses the outcomes it did not know.
@@ -53,9 +56,12 @@ TEST(StoreMigrationV3, EvaluationsKeepTheirRowsAndTakeTheNewStatuses) {
   EXPECT_EQ(s.file_schema_version(), 3);
   auto& db = s.db();
   EXPECT_EQ(count_rows(db, "SELECT count(*) FROM schema_migrations WHERE version = 3"), 1);
-  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
-                           "('evaluations_by_candidate','evaluations_by_workload','evaluations_by_compilation')"),
-            3);
+  EXPECT_EQ(
+      count_rows(
+          db,
+          "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
+          "('evaluations_by_candidate','evaluations_by_workload','evaluations_by_compilation')"),
+      3);
   EXPECT_EQ(count_rows(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'evaluations_v3'"), 0);
   const auto before = s.evaluations_of(1);
   ASSERT_EQ(before.size(), 1u);
