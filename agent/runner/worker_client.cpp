@@ -130,18 +130,28 @@ protocol::message worker_client::call(protocol::request request, std::chrono::se
   }
 }
 
-evaluation_report worker_client::evaluate(
-    const json& request, const std::function<void(const protocol::message&)>& on_message) {
+protocol::evaluate_request evaluate_request_from_json(const json& request) {
   json j = request;
   j["type"] = "evaluate";
   j["protocol"] = protocol::version;
   if (!j.contains("operator")) j["operator"] = json::object();
   try {
-    return evaluate(std::get<protocol::evaluate_request>(protocol::parse_request(j)), on_message);
+    return std::get<protocol::evaluate_request>(protocol::parse_request(j));
   } catch (const protocol::protocol_error& e) {
     throw kopt::error(std::string("evaluate: the request does not follow the worker protocol: ") +
                       e.what());
   }
+}
+
+evaluation_report worker_client::evaluate(
+    const json& request, const std::function<void(const protocol::message&)>& on_message) {
+  return evaluate(evaluate_request_from_json(request), on_message);
+}
+
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, const json& request,
+    const std::function<void(const protocol::message&)>& on_message) {
+  return evaluate_with_counters(timing, profiler, evaluate_request_from_json(request), on_message);
 }
 
 evaluation_report worker_client::evaluate(

@@ -121,6 +121,15 @@ class worker_client {
 evaluation_report evaluate_with_counters(
     worker_client& timing, worker_client* profiler, protocol::evaluate_request request,
     const std::function<void(const protocol::message&)>& on_message = {});
+// The same from a request written as JSON (tests, tools), read through the
+// protocol first.
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, const nlohmann::json& request,
+    const std::function<void(const protocol::message&)>& on_message = {});
+
+// An evaluate request written as JSON (type and protocol are added) read
+// through the protocol; throws kopt::error naming what does not follow it.
+protocol::evaluate_request evaluate_request_from_json(const nlohmann::json& request);
 
 // Options of the profiling worker that goes with `timing_opts`.
 worker_options profiler_options(worker_options timing_opts);
