@@ -738,6 +738,7 @@ run_result campaign_loop::run(const run_limits& limits) {
     r.best_sol = st_.best_sol;
     r.summary = finished_.value_or(json::object());
     r.verified = r.summary.value("verified", false);
+    r.stopped_on_error = st_.fatal.has_value();
     return r;
   }
   if (c->state != store::campaign_state::running) db_.set_campaign_state(campaign_id_, store::campaign_state::running);
@@ -759,6 +760,7 @@ run_result campaign_loop::run(const run_limits& limits) {
     if (auto reason = stop_reason()) {
       auto r = finalize(*reason);
       r.iterations_run = ran;
+      r.stopped_on_error = st_.fatal.has_value();
       return r;
     }
     if (limits.max_iterations && ran >= *limits.max_iterations) {

@@ -119,6 +119,10 @@ struct run_limits {
 struct run_result {
   bool finished = false;  // false: paused by run_limits
   std::string stop_reason;
+  // The campaign stopped on an error, not on its budget or target: the
+  // candidate source gave up (revoked key, quota) or no starting candidate
+  // was correct. stop_reason says which, in words.
+  bool stopped_on_error = false;
   std::int64_t iterations_run = 0;
   std::optional<store::row_id> best_id;
   double best_sol = 0;

@@ -92,7 +92,7 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   auto median = [](const runner::evaluation_summary* s, const std::string& id) -> double {
     if (!s) return 0;
     for (const auto& r : s->rows)
-      if (r.workload == id && r.status == "ok") return r.median_ns;
+      if (r.workload == id && r.status == protocol::outcome::ok) return r.median_ns;
     return 0;
   };
   for (const auto& w : op.workloads) {
@@ -106,7 +106,7 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   if (best) {
     b.worst_role = best->role;
     for (const auto& r : best->rows) {
-      const double f = r.status == "ok" && r.sol_fraction ? *r.sol_fraction : 0.0;
+      const double f = r.status == protocol::outcome::ok && r.sol_fraction ? *r.sol_fraction : 0.0;
       if (!b.worst_sol || f < *b.worst_sol) {
         b.worst_sol = f;
         b.worst_workload = r.workload;
@@ -115,9 +115,10 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   }
   b.status = "ok";
   for (const auto* s : {b.reference ? &*b.reference : nullptr, b.baseline ? &*b.baseline : nullptr})
-    if (s && s->overall_status != "ok") {
+    if (s && s->overall_status != protocol::outcome::ok) {
       b.status = "failed";
-      b.message += fmt::format("{}{}: {}", b.message.empty() ? "" : "; ", s->role, s->overall_status);
+      b.message += fmt::format("{}{}: {}", b.message.empty() ? "" : "; ", s->role,
+                               protocol::to_string(s->overall_status));
     }
 }
 

@@ -171,7 +171,7 @@ void register_status(CLI::App& app, context& ctx) {
       json arr = json::array();
       for (const auto& c : active) arr.push_back(to_json(c));
       print_json({{"database", s.path()},
-                  {"schema_version", s.db().pragma_int("user_version")},
+                  {"schema_version", s.file_schema_version()},
                   {"campaigns", counts},
                   {"active", arr}});
     } else {

@@ -278,10 +278,10 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
                    {"workloads", sum.rows.size()},
                    {"ok", sum.ok},
                    {"weighted_sol_fraction", sum.weighted_sol_fraction}};
-    if (sum.overall_status != "ok" && rc.problem.empty()) {
-      rc.problem = role + " kernel: " + sum.overall_status;
+    if (sum.overall_status != protocol::outcome::ok && rc.problem.empty()) {
+      rc.problem = role + " kernel: " + std::string(protocol::to_string(sum.overall_status));
       for (const auto& r : sum.rows)
-        if (r.status != "ok") {
+        if (r.status != protocol::outcome::ok) {
           rc.problem += " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
           break;
         }

@@ -237,7 +237,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
                                r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
       if (out.contains("export")) std::cout << "exported to " << o->export_dir << '\n';
     }
-    if (r.finished && r.stop_reason.rfind("stopped:", 0) == 0 && provider != "autotune") status.code = exit_provider;
+    if (r.finished && r.stopped_on_error && provider != "autotune") status.code = exit_provider;
   });
 }
 

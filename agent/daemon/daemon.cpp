@@ -18,6 +18,7 @@
 #include "daemon/notify.hpp"
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -68,10 +69,8 @@ struct step_yield : std::runtime_error {
 };
 
 std::optional<std::string> pending_request(store::store& db, store::row_id id) {
-  auto st = db.db().prepare("SELECT requested_action FROM campaigns WHERE id = ?");
-  st.bind_all(id);
-  if (!st.step()) return std::nullopt;
-  return st.get_opt_text(0);
+  const auto c = store::find_campaign_control(db, id);
+  return c ? c->requested_action : std::nullopt;
 }
 
 }  // namespace
@@ -277,15 +276,13 @@ void service::run_step(step& s) {
     // request instead of racing the loop's own state writes.
     {
       store::transaction tx(db.db());
-      auto st = db.db().prepare("SELECT state, requested_action FROM campaigns WHERE id = ?");
-      st.bind_all(s.id);
-      if (!st.step() || (st.get_text(0) != "queued" && st.get_text(0) != "running") ||
-          !st.is_null(1)) {
+      const auto c = store::find_campaign_control(db, s.id);
+      if (!c || (c->state != "queued" && c->state != "running") || c->requested_action) {
         s.outcome = "skipped";
         s.done = true;
         return;
       }
-      if (st.get_text(0) == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
+      if (c->state == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
       tx.commit();
     }
     const auto camp = db.find_campaign(s.id);
@@ -402,10 +399,7 @@ void service::schedule(store::store& db) {
                                                  : 2 * static_cast<int>(cfg_.gpus.size());
   // Requests for campaigns no step is running take effect now.
   {
-    std::vector<store::row_id> ids;
-    auto st = db.db().prepare("SELECT id FROM campaigns WHERE requested_action IS NOT NULL");
-    while (st.step()) ids.push_back(st.get_int(0));
-    for (auto id : ids)
+    for (auto id : store::campaigns_with_requests(db))
       if (!steps_.count(id))
         if (auto a = apply_request(db, id)) spdlog::info("campaign {}: {} applied", id, *a);
   }
@@ -472,8 +466,7 @@ int service::run() {
   update_status("starting", "migrating the store");
   store::store db =
       store::store::open(cfg_.db_path, {.busy_timeout = std::chrono::milliseconds(60000)});
-  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(),
-               db.db().pragma_int("user_version"));
+  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(), db.file_schema_version());
   notify("STATUS=store migrated; starting workers");
   pool_ = std::make_unique<gpu_pool>(cfg_, stopping_);
   update_status("starting", "waiting for the first worker handshake");

@@ -131,8 +131,7 @@ void gpu_pool::start_slot(slot& s) {
   std::string error;
   try {
     if (s.client) {
-      const json& hello = s.client->start();
-      device = hello.value("device", json::object());
+      device = s.client->start().device;
       if (const auto pf = find_peaks_file(cfg_.worker.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), device.value("name", ""));
       if (!peaks)
@@ -371,11 +370,15 @@ campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_reques
   try {
     rep = runner::evaluate_with_counters(*l.client(), l.profiler(),
                                          campaign::worker_request(op_, rq, o));
+  } catch (const runner::request_rejected& e) {
+    // A request the worker refuses is this campaign's problem, not the
+    // GPU's; only the worker's own failure (code internal) counts against
+    // the slot.
+    if (e.code() == protocol::error_code::internal) l.fail(e.what());
+    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), e.what()));
   } catch (const kopt::error& e) {
-    const std::string what = e.what();
-    // A request the worker refuses is this campaign's problem, not the GPU's.
-    if (what.rfind("the GPU worker rejected the request", 0) != 0) l.fail(what);
-    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), what));
+    l.fail(e.what());
+    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), e.what()));
   }
   l.count_restarts(rep.restarts);
   if (rep.restarts >= ws_.max_restarts) {

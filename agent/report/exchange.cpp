@@ -213,6 +213,8 @@ std::string flashinfer_status(store::eval_status s) {
     case eval_status::ok:
       return "PASSED";
     case eval_status::compile_error:
+    case eval_status::compile_timeout:
+    case eval_status::rejected_format:
       return "COMPILE_ERROR";
     case eval_status::incorrect:
       return "INCORRECT_NUMERICAL";
@@ -222,6 +224,7 @@ std::string flashinfer_status(store::eval_status s) {
     case eval_status::launch_error:
     case eval_status::rejected_integrity:
     case eval_status::skipped:
+    case eval_status::reference_failed:
       return "RUNTIME_ERROR";
   }
   return "RUNTIME_ERROR";

@@ -922,8 +922,14 @@ struct evaluator::impl {
       try {
         ensure_profiler();
         profiler->catalog().describe(cfg.metrics);
+      } catch (const counters::unknown_metric_error& e) {
+        emit({{"type", "error"}, {"id", id}, {"code", "unknown_metric"}, {"message", e.what()}});
+        return;
       } catch (const kopt::error& e) {
-        emit({{"type", "error"}, {"id", id}, {"message", e.what()}});
+        emit({{"type", "error"},
+              {"id", id},
+              {"code", "counters_unavailable"},
+              {"message", e.what()}});
         return;
       }
     }

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "protocol/protocol.hpp"
 #include "support.hpp"
 
 namespace kopt::test {
@@ -38,7 +39,7 @@ if os.path.exists(os.path.join(DIR, "crash_on_start")):
     sys.stderr.flush()
     sys.exit(3)
 gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else "?"
-emit({"type": "hello", "protocol": 1, "ok": True,
+emit({"type": "hello", "protocol": @PROTOCOL@, "ok": True,
       "device": {"name": "Fake GPU " + gpu, "arch": "sm_90a"}, "worker_version": "fake"})
 
 for line in sys.stdin:
@@ -98,7 +99,11 @@ inline std::string replace_dir(std::string s, const std::filesystem::path& dir) 
 // Writes worker.py and prefix.sh into dir; returns the config's "worker" section.
 inline nlohmann::json install_fake_worker(const std::filesystem::path& dir, int max_restarts = 2) {
   std::filesystem::create_directories(dir);
-  spit(dir / "worker.py", replace_dir(fake_worker_py, dir));
+  std::string worker = replace_dir(fake_worker_py, dir);
+  // The fake speaks the protocol version of this build.
+  for (std::size_t p; (p = worker.find("@PROTOCOL@")) != std::string::npos;)
+    worker.replace(p, 10, std::to_string(kopt::protocol::version));
+  spit(dir / "worker.py", worker);
   spit(dir / "prefix.sh", replace_dir(prefix_sh, dir));
   std::filesystem::permissions(dir / "worker.py", std::filesystem::perms(0755));
   std::filesystem::permissions(dir / "prefix.sh", std::filesystem::perms(0755));
