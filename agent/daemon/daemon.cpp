@@ -96,6 +96,7 @@ service::~service() {
     if (s->thread.joinable()) s->thread.join();
   if (http_) http_->stop();
   if (lock_fd_ >= 0) close(lock_fd_);
+  if (db_lock_fd_ >= 0) close(db_lock_fd_);
 }
 
 limits service::current_limits() const {
@@ -103,24 +104,59 @@ limits service::current_limits() const {
   return cfg_.lim;
 }
 
-void service::lock_state_dir() {
-  const auto path = cfg_.state_dir / "daemon.lock";
-  lock_fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0)
+namespace {
+
+// An exclusive flock on `path`, with our pid written into it; -1 and why
+// (naming the holder's pid) when another process holds it.
+int take_lock(const std::filesystem::path& path, const std::string& what) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
     throw kopt::error(
         fmt::format("daemon: cannot open {}: {}", path.string(), std::strerror(errno)));
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
-    [[maybe_unused]] auto n = pread(lock_fd_, buf, sizeof buf - 1, 0);
-    close(lock_fd_);
-    lock_fd_ = -1;
-    throw kopt::error(
-        fmt::format("daemon: another kopt daemon (pid {}) holds {}; one daemon per state directory",
-                    std::string(buf).empty() ? "?" : std::string(buf), path.string()));
+    [[maybe_unused]] auto n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    throw kopt::error(fmt::format("daemon: another kopt daemon (pid {}) holds {}; {}",
+                                  std::string(buf).empty() ? "?" : std::string(buf), path.string(),
+                                  what));
   }
   const std::string pid = std::to_string(getpid());
-  if (ftruncate(lock_fd_, 0) != 0 || pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0)
     spdlog::warn("daemon: cannot write the pid into {}", path.string());
+  return fd;
+}
+
+// The lock file beside the database as it really is (symlinks resolved), so
+// that two configs naming one database by different paths meet on one lock.
+std::filesystem::path database_lock_path(const std::filesystem::path& db) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(db, ec);
+  if (ec) {
+    auto dir = std::filesystem::canonical(db.parent_path().empty() ? "." : db.parent_path(), ec);
+    real = ec ? std::filesystem::absolute(db) : dir / db.filename();
+  }
+  return real.string() + ".daemon.lock";
+}
+
+}  // namespace
+
+void service::lock_state_dir() {
+  lock_fd_ = take_lock(cfg_.state_dir / "daemon.lock", "one daemon per state directory");
+  // The state directory's lock alone lets two daemons with different
+  // state_dir share one database (double "finished" events, lost rows):
+  // the database has its own lock.
+  std::error_code ec;
+  if (!cfg_.db_path.parent_path().empty())
+    std::filesystem::create_directories(cfg_.db_path.parent_path(), ec);
+  try {
+    db_lock_fd_ = take_lock(database_lock_path(cfg_.db_path),
+                            "one daemon per database (" + cfg_.db_path.string() + ")");
+  } catch (...) {
+    close(lock_fd_);
+    lock_fd_ = -1;
+    throw;
+  }
 }
 
 json service::status() const {
