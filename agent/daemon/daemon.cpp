@@ -176,7 +176,7 @@ void service::update_status(const std::string& state, const std::string& reason)
   json limits_j;
   {
     std::lock_guard lk(cfg_mu_);
-    limits_j = cfg_.to_json().at("limits");
+    limits_j = cfg_.limits_json();
   }
   std::lock_guard lk(status_mu_);
   status_ = {{"state", state},
@@ -488,11 +488,13 @@ void service::tick(store::store& db) {
   if (now - last_spool_ms_ >= lim.spool_poll_ms) {
     last_spool_ms_ = now;
     std::filesystem::path spool;
+    std::vector<std::filesystem::path> key_files;
     {
       std::lock_guard lk(cfg_mu_);
       spool = cfg_.spool_dir;
+      key_files = cfg_.api_key_files;
     }
-    const auto rep = scan_spool(db, spool, lim.spool_max_bytes);
+    const auto rep = scan_spool(db, spool, lim.spool_max_bytes, key_files);
     std::lock_guard lk(status_mu_);
     spool_accepted_ += rep.accepted;
     spool_rejected_ += rep.rejected;
@@ -526,6 +528,7 @@ int service::run() {
     const int port = http_->start(cfg_.http.address, cfg_.http.port);
     spdlog::info("daemon: HTTP on http://{}:{}/ (health, metrics, api, dashboard)",
                  cfg_.http.address, port);
+    for (const auto& w : config_warnings(cfg_)) spdlog::warn("daemon: WARNING: {}", w);
   }
   {
     // Where to find this daemon (tests, scripts): pid and HTTP port.
