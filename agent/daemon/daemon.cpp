@@ -234,15 +234,29 @@ void service::reload() {
     if (n.http.address != cfg_.http.address || n.http.port != cfg_.http.port ||
         n.http.enabled != cfg_.http.enabled)
       ignored.push_back("http");
-    if (n.worker.exe != cfg_.worker.exe || n.worker.launch_prefix != cfg_.worker.launch_prefix)
-      ignored.push_back("worker");
+    // Every worker setting (also the timeouts and seeds) reaches the pool
+    // only at start-up.
+    if (n.to_json().at("worker") != cfg_.to_json().at("worker")) ignored.push_back("worker");
+    // The spool's directories are created and watched from start-up on
+    // (a changed state_dir moves the default spool too).
+    if (n.spool_dir != cfg_.spool_dir) ignored.push_back("spool_dir");
+    if (!ignored.empty()) {
+      // Half a reload is worse than none: a restart-only change means the
+      // file no longer describes this daemon, so nothing of it is applied.
+      spdlog::error(
+          "daemon: reload refused, nothing changed: {} changed in {}, which needs a restart "
+          "(restore the old value to reload the rest, or restart the daemon)",
+          fmt::join(ignored, ", "), cfg_.file.string());
+      notify("READY=1\nSTATUS=reload refused (restart-only settings changed)");
+      return;
+    }
     configure_logging(n.log.format, n.log.level);
     {
       std::lock_guard lk(cfg_mu_);
       cfg_.lim = n.lim;
       cfg_.providers = n.providers;
+      cfg_.api_key_files = n.api_key_files;
       cfg_.log = n.log;
-      cfg_.spool_dir = n.spool_dir;
       cfg_.fake = n.fake;
     }
     if (pool_) pool_->set_backoff(n.lim.backoff_initial_s, n.lim.backoff_max_s);
@@ -250,12 +264,8 @@ void service::reload() {
       std::lock_guard lk(status_mu_);
       ++reloads_;
     }
-    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {}){}",
-                 cfg_.file.string(), n.active_limit(),
-                 ignored.empty()
-                     ? std::string()
-                     : fmt::format("; changes to {} need a restart and were not applied",
-                                   fmt::join(ignored, ", ")));
+    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {})",
+                 cfg_.file.string(), n.active_limit());
   } catch (const kopt::error& e) {
     spdlog::error("daemon: reload refused, the running configuration is kept: {}", e.what());
   }
