@@ -133,6 +133,7 @@ std::string shape_of(const std::string& m) {
   std::string out;
   for (std::size_t i = 0; i < m.size(); ++i) {
     if (m[i] >= '0' && m[i] <= '9') {
+      if (!out.empty() && out.back() == '-') out.pop_back();  // -990 and 0 alike
       if (out.empty() || out.back() != '#') out += '#';
     } else {
       out += m[i];
@@ -173,21 +174,12 @@ std::vector<diagnostic> merge_per_workload(std::vector<diagnostic> in) {
   }
   for (auto& [i, list] : ids) {
     diagnostic& d = out[i];
-    if (list.size() == 1) {
-      d.message = "workload " + quote(list[0]) + ": " + d.message;
-      continue;
-    }
-    std::string names;
-    for (std::size_t k = 0; k < list.size(); ++k) names += (k ? ", " : "") + quote(list[k]);
-    if (same_text[i]) {
-      d.message = std::to_string(list.size()) + " workloads (" + names + "): " + d.message;
-    } else {
-      std::string others;
-      for (std::size_t k = 1; k < list.size(); ++k) others += (k > 1 ? ", " : "") + quote(list[k]);
-      d.message = "workload " + quote(list[0]) + ": " + d.message + " (the same in " +
-                  std::to_string(list.size() - 1) +
-                  " more workloads with their own values: " + others + ")";
-    }
+    d.message = "workload " + quote(list[0]) + ": " + d.message;
+    if (list.size() == 1) continue;
+    std::string others;
+    for (std::size_t k = 1; k < list.size(); ++k) others += (k > 1 ? ", " : "") + quote(list[k]);
+    d.message += " (also in " + std::string(list.size() == 2 ? "workload " : "workloads ") + others +
+                 (same_text[i] ? ")" : ", with their own values)");
   }
   return out;
 }
