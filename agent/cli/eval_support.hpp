@@ -60,8 +60,11 @@ std::vector<std::string> resolve_workloads(const config::operator_config& op, co
 std::string find_peaks_file(const std::string& flag);
 
 struct compile_check {
-  std::string role;
-  std::string status;  // ok, compile_error, timeout, crashed, rejected_integrity
+  std::string role;  // reference, baseline, seed, candidate, generator:<input>
+  // ok, compile_error, timeout, crashed, rejected_integrity, launch_error
+  // (the plan does not match the kernel's signature or exceeds the
+  // architecture's shared memory)
+  std::string status;
   std::string log;
   nlohmann::json meta;
 };
