@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -13,6 +14,8 @@
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
+#include "core/kernel_params.hpp"
+#include "core/plan.hpp"
 #include "core/roofline.hpp"
 #include "runner/worker_client.hpp"
 
@@ -98,15 +101,127 @@ std::string find_peaks_file(const std::string& flag) {
   return "";
 }
 
+namespace {
+
+// The name NVRTC gives the program, which its log repeats on every line:
+// the file the source came from (as the config names it) when there is
+// one, else the config's file and the role, so that an error is found
+// where it is, not in a "reference.cu" that exists nowhere.
+std::string program_name(const config::operator_config& op, const std::string& role,
+                         const std::string& source_file, const std::string& candidate_file) {
+  if (!source_file.empty()) return source_file;
+  if (!candidate_file.empty()) return candidate_file + " (" + role + ")";
+  const std::string cfg = op.file.empty() ? std::string("<config>") : op.file.filename().string();
+  return cfg + " (" + role + ")";
+}
+
+// The launch plan of a subject: the config's own candidates directly, any
+// other one (an LLM answer, --candidate FILE) validated again from its JSON.
+std::optional<config::candidate> subject_candidate(const config::operator_config& op,
+                                                   const std::string& role, const json& cj) {
+  if (role == "reference") return op.reference;
+  if (role == "baseline" && op.baseline) return op.baseline;
+  if (role == "seed" && op.seed) return op.seed;
+  auto r = config::load_candidate_text(cj.dump(), role, ".", op);
+  if (r.ok()) return r.cand;
+  return std::nullopt;
+}
+
+// Static + dynamic shared memory of every launch on every workload against
+// the architecture's opt-in limit; one line per distinct problem, naming
+// the workloads it affects.
+std::vector<std::string> shared_memory_problems(const config::operator_config& op,
+                                                const config::candidate& c,
+                                                const compile::result& r, const std::string& arch) {
+  std::vector<std::string> out;
+  const auto limit = harness::max_shared_optin_bytes(arch);
+  if (!limit) return out;
+  harness::device_limits lim;
+  lim.max_shared_optin = *limit;
+  std::map<std::string, std::int64_t> static_shared;
+  for (const auto& [k, info] : r.kernels) static_shared[k] = info.shared_static_bytes;
+  std::vector<std::pair<std::string, std::vector<std::string>>> seen;  // problem -> workloads
+  for (const auto& w : op.workloads) {
+    std::vector<std::string> ps;
+    try {
+      ps = harness::validate_plan(harness::resolve_plan(op, c, w, harness::default_parameters(c)),
+                                  lim, static_shared);
+    } catch (const kopt::error& e) {
+      ps.push_back(e.what());
+    }
+    for (const auto& p : ps) {
+      if (p.find("shared memory") == std::string::npos)
+        continue;  // the rest: the worker's device limits
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& x) { return x.first == p; });
+      if (it == seen.end())
+        seen.push_back({p, {w.id}});
+      else
+        it->second.push_back(w.id);
+    }
+  }
+  for (const auto& [p, ws] : seen)
+    out.push_back(fmt::format("{} on {} (workload{} {})", p, arch, ws.size() == 1 ? "" : "s",
+                              fmt::join(ws, ", ")));
+  return out;
+}
+
+compile_check check_one(
+    const compile::compiler& comp, const config::operator_config& op, const std::string& role,
+    const compile::request& rq,
+    const std::function<std::vector<std::string>(const compile::result&)>& extra,
+    const std::string& arch) {
+  const auto r = comp.compile(rq);
+  compile_check c;
+  c.role = role;
+  c.status = r.ok() ? (r.integrity_problems.empty() ? "ok" : "rejected_integrity")
+                    : compile::status_name(r.st);
+  c.log = r.ok() && !r.integrity_problems.empty()
+              ? fmt::format("{}", fmt::join(r.integrity_problems, "; "))
+              : r.log;
+  if (c.status == "ok") {
+    std::vector<std::string> problems;
+    try {
+      problems = extra(r);
+    } catch (const kopt::error& e) {
+      problems.push_back(std::string("cannot check the kernels' signatures: ") + e.what());
+    }
+    if (!problems.empty()) {
+      c.status = "launch_error";
+      c.log = fmt::format("{}", fmt::join(problems, "\n"));
+    }
+  }
+  c.meta = r.to_json();
+  c.meta["arch"] = arch;
+  c.meta["parameters"] = rq.defines;
+  c.meta["options"] = compile::effective_options(rq);
+  c.meta["program"] = rq.name;
+  (void)op;
+  return c;
+}
+
+}  // namespace
+
 std::vector<compile_check> compile_check_all(const config::operator_config& op,
                                              const std::vector<runner::subject_spec>& subjects,
                                              const eval_options& o) {
-  std::vector<std::pair<std::string, json>> all = {{"reference", op.reference.to_json()}};
-  for (const auto& s : subjects) all.emplace_back(s.role, s.candidate);
+  struct item {
+    std::string role;
+    json cj;
+    std::string file;  // a --candidate FILE
+  };
+  std::vector<item> all = {{"reference", op.reference.to_json(), {}}};
+  for (const auto& s : subjects) {
+    // `kopt eval --candidate FILE` keeps the file's name in the note.
+    std::error_code ec;
+    const bool from_file =
+        s.role == "candidate" && s.note && std::filesystem::is_regular_file(*s.note, ec);
+    all.push_back({s.role, s.candidate, from_file ? *s.note : std::string()});
+  }
   const std::string worker = o.worker.empty() ? runner::default_worker_exe() : o.worker;
   const compile::compiler comp(worker, compile::default_cache_dir());
   std::vector<compile_check> out;
-  for (const auto& [role, cj] : all) {
+  for (const auto& [role, cj, file] : all) {
+    const auto cand = subject_candidate(op, role, cj);
     compile::request rq;
     rq.source = cj.value("source", "");
     rq.arch = o.arch;
@@ -114,22 +229,49 @@ std::vector<compile_check> compile_check_all(const config::operator_config& op,
     for (const auto& [k, v] : params.items())
       if (v.contains("default")) rq.defines[k] = v.at("default").get<std::int64_t>();
     rq.options = cj.value("compile_options", std::vector<std::string>{});
-    rq.name = role + ".cu";
-    const auto r = comp.compile(rq);
-    compile_check c;
-    c.role = role;
-    c.status = r.ok() ? (r.integrity_problems.empty() ? "ok" : "rejected_integrity")
-                      : compile::status_name(r.st);
-    c.log = r.ok() && !r.integrity_problems.empty()
-                ? fmt::format("{}", fmt::join(r.integrity_problems, "; "))
-                : r.log;
-    c.meta = r.to_json();
-    c.meta["arch"] = o.arch;
-    c.meta["parameters"] = rq.defines;
-    c.meta["options"] = compile::effective_options(rq);
-    out.push_back(std::move(c));
+    rq.name = program_name(op, role, cand ? cand->source_file : std::string(), file);
+    out.push_back(check_one(
+        comp, op, role, rq,
+        [&](const compile::result& r) {
+          std::vector<std::string> problems;
+          if (!cand) return problems;
+          problems = harness::launch_signature_problems(cand->launches,
+                                                        harness::kernel_parameters(r.cubin), role);
+          for (auto& p : shared_memory_problems(op, *cand, r, o.arch))
+            problems.push_back(role + ": " + p);
+          return problems;
+        },
+        o.arch));
+  }
+  // Generator kernels run on the GPU before anything else: a mistake there
+  // was found only on a GPU. Compiled as the worker compiles them (axis
+  // values of the first workload when the source uses KOPT_AXIS_).
+  for (const auto& t : op.inputs) {
+    if (!t.gen || t.gen->k != config::generator::kind::kernel) continue;
+    const std::string role = "generator:" + t.name;
+    compile::request rq;
+    rq.source = t.gen->kernel_source;
+    rq.arch = o.arch;
+    rq.name = (op.file.empty() ? std::string("<config>") : op.file.filename().string()) +
+              " (generator of input " + t.name + ")";
+    if (rq.source.find("KOPT_AXIS_") != std::string::npos && !op.workloads.empty())
+      for (const auto& [n, v] : config::workload_names(op, op.workloads.front()))
+        rq.defines["KOPT_AXIS_" + n] = v;
+    const std::string kernel = t.gen->kernel_name;
+    out.push_back(check_one(
+        comp, op, role, rq,
+        [&](const compile::result& r) {
+          return harness::generator_signature_problems(kernel, harness::kernel_parameters(r.cubin),
+                                                       role);
+        },
+        o.arch));
   }
   return out;
+}
+
+bool all_compiled(const std::vector<compile_check>& checks) {
+  return std::all_of(checks.begin(), checks.end(),
+                     [](const compile_check& c) { return c.status == "ok"; });
 }
 
 namespace {
@@ -192,7 +334,10 @@ eval_outcome run_evaluation(const config::operator_config& op,
   if (!out.gpu) {
     if (progress) progress->note("no GPU: compile-checking for " + o.arch);
     out.compile_checks = compile_check_all(op, subjects, o);
-    out.exit_code = exit_no_gpu;
+    // Something that cannot compile (or whose plan cannot launch) is a
+    // problem of the input, whatever the machine: exit 1, as kopt bench
+    // does; 5 (no GPU) only when everything that can be checked is fine.
+    out.exit_code = all_compiled(out.compile_checks) ? exit_no_gpu : exit_invalid;
     if (db) {
       // Keep what was learned: candidates and their compile checks.
       for (const auto& s : subjects) {

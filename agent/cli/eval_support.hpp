@@ -69,8 +69,11 @@ campaign::session_options run_session_options(const std::string& provider,
                                               const eval_options& run, const std::string& counters);
 
 struct compile_check {
-  std::string role;
-  std::string status;  // ok, compile_error, timeout, crashed, rejected_integrity
+  std::string role;  // reference, baseline, seed, candidate, generator:<input>
+  // ok, compile_error, timeout, crashed, rejected_integrity, launch_error
+  // (the plan does not match the kernel's signature or exceeds the
+  // architecture's shared memory)
+  std::string status;
   std::string log;
   nlohmann::json meta;
 };

@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "common/text.hpp"
 #include "config/operator.hpp"
 
 namespace kopt::cli {
@@ -62,7 +63,7 @@ void register_validate(CLI::App& app, context& /*ctx*/, exit_status& status) {
       const bool ok = r.ok();
       if (!ok) ++invalid;
       if (opts->json) {
-        nlohmann::json entry{{"file", file},
+        nlohmann::json entry{{"file", printable_utf8(file)},
                              {"valid", ok},
                              {"errors", errors},
                              {"warnings", warnings},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/hash.hpp"
+#include "common/text.hpp"
 #include "config/detail/context.hpp"
 #include "config/detail/json_locator.hpp"
 #include "config/detail/validate.hpp"
@@ -312,6 +313,14 @@ std::optional<json> parse_json(std::string_view text, detail::context& ctx,
     d.message = std::string("JSON syntax error: ") + e.what();
     ctx.add(d);
     return std::nullopt;
+  } catch (const json::exception& e) {
+    // Anything else nlohmann refuses (out_of_range and the like) is still a
+    // problem of the file, never an internal error.
+    diagnostic d;
+    d.file = label;
+    d.message = std::string("cannot read the JSON document: ") + e.what();
+    ctx.add(d);
+    return std::nullopt;
   }
 }
 
@@ -333,8 +342,8 @@ bool read_file(const std::filesystem::path& file, std::string& out, std::string&
 
 diagnostic file_problem(const std::filesystem::path& file, const std::string& why) {
   diagnostic d;
-  d.file = file.string();
-  d.message = "cannot read " + file.string() + ": " + why;
+  d.file = printable_utf8(file.string());
+  d.message = "cannot read " + d.file + ": " + why;
   return d;
 }
 
@@ -346,10 +355,10 @@ std::filesystem::path dir_of(const std::filesystem::path& file) {
 }  // namespace
 
 load_result load_operator_text(std::string_view text, const std::string& file_label,
-                               const std::filesystem::path& base_dir) {
+                               const std::filesystem::path& base_dir, const file_policy& policy) {
   load_result result;
   detail::json_locator loc(text);
-  detail::context ctx(file_label, &loc);
+  detail::context ctx(file_label, &loc, &policy);
   auto doc = parse_json(text, ctx, loc, file_label);
   if (doc) {
     auto op = detail::parse_operator(ctx, *doc, base_dir, &loc);
@@ -360,7 +369,7 @@ load_result load_operator_text(std::string_view text, const std::string& file_la
   return result;
 }
 
-load_result load_operator_file(const std::filesystem::path& file) {
+load_result load_operator_file(const std::filesystem::path& file, const file_policy& policy) {
   std::string text, why;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     load_result r;
@@ -372,7 +381,9 @@ load_result load_operator_file(const std::filesystem::path& file) {
     r.diagnostics.push_back(file_problem(file, why));
     return r;
   }
-  load_result r = load_operator_text(text, file.string(), dir_of(file));
+  // The label goes into diagnostics, which --json prints: a file name that
+  // is not UTF-8 is shown with \xNN escapes.
+  load_result r = load_operator_text(text, printable_utf8(file.string()), dir_of(file), policy);
   if (r.op) r.op->file = file;
   return r;
 }
@@ -386,7 +397,8 @@ candidate_result load_candidate_text(std::string_view text, const std::string& f
   if (auto doc = parse_json(text, ctx, loc, file_label)) {
     const detail::jpath root;
     auto c = detail::parse_candidate(ctx, *doc, root, op, base_dir);
-    if (c) detail::check_candidate_workloads(ctx, *c, root, op);
+    if (c)
+      detail::check_candidate_workloads(ctx, *c, root, op, /*oversized_shared_is_error=*/false);
     if (c && !ctx.failed()) result.cand = std::move(c);
   }
   result.diagnostics = ctx.take();
@@ -401,7 +413,7 @@ candidate_result load_candidate_file(const std::filesystem::path& file, const op
     r.diagnostics.push_back(file_problem(file, why));
     return r;
   }
-  return load_candidate_text(text, file.string(), dir_of(file), op);
+  return load_candidate_text(text, printable_utf8(file.string()), dir_of(file), op);
 }
 
 // ---------------------------------------------------------------- evaluation

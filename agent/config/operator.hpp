@@ -255,11 +255,25 @@ struct load_result {
   bool ok() const noexcept { return op.has_value(); }
 };
 
+// Which files a config's "source_file" fields may read. A config is data
+// that ends up in the store (and in `kopt show --json`), so reading a file
+// is publishing it: the spool confines a team's configs to its own spool
+// directory, and no config may read a file kopt uses as an API key file.
+struct file_policy {
+  // Set: every source file must resolve, after symlinks, inside this
+  // directory (the team's spool directory).
+  std::filesystem::path confine_to;
+  // Never read, also not through a symlink or a hard link (compared by
+  // device and inode): the api_key_file of every provider kopt knows.
+  std::vector<std::filesystem::path> key_files;
+};
+
 // Reads, parses and validates. Relative source files resolve against the
 // config's directory.
-load_result load_operator_file(const std::filesystem::path& file);
+load_result load_operator_file(const std::filesystem::path& file, const file_policy& policy = {});
 load_result load_operator_text(std::string_view text, const std::string& file_label,
-                               const std::filesystem::path& base_dir);
+                               const std::filesystem::path& base_dir,
+                               const file_policy& policy = {});
 // A candidate on its own (an LLM answer, `kopt eval --candidate FILE`),
 // validated against the operator it is for (tensor names, kernel args,
 // expressions' names, parameter defaults).

@@ -124,23 +124,7 @@ std::optional<std::string> read_source(context& ctx, const object_reader& r,
   if (has_src) return r.string("source");
   auto f = r.string("source_file");
   if (!f) return std::nullopt;
-  std::filesystem::path fp(*f);
-  const std::string shown =
-      quote(*f) + (fp.is_relative() ? " (relative to the config's directory)" : "");
-  if (fp.is_relative()) fp = base_dir / fp;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(fp, ec)) {
-    ctx.error(r.path("source_file"), "source file " + shown + " does not exist");
-    return std::nullopt;
-  }
-  std::ifstream in(fp, std::ios::binary);
-  if (!in) {
-    ctx.error(r.path("source_file"), "cannot open source file " + shown);
-    return std::nullopt;
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  return read_source_file(ctx, r.path("source_file"), *f, base_dir);
 }
 
 std::optional<generator> parse_generator(context& ctx, const json& j, const jpath& p,
@@ -647,8 +631,18 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
     if (auto d = r.string("description")) w.description = *d;
     if (r.has("weight")) {
       if (auto v = r.number("weight")) {
+        // Weights are relative. At the extremes their sums overflow (all
+        // 1e308: weighted totals of 0 %) or their products underflow (all
+        // 5e-324: 100 %), so only a range where every weighted sum of up to
+        // a million workloads stays exact enough is accepted.
+        constexpr double min_weight = 1e-9, max_weight = 1e9;
         if (*v <= 0) {
           ctx.error(r.path("weight"), "weight must be > 0, got " + r.get("weight")->dump());
+          wok = false;
+        } else if (*v < min_weight || *v > max_weight) {
+          ctx.error(r.path("weight"), "weight " + r.get("weight")->dump() +
+                                          " is outside [1e-9, 1e9]; weights are relative, so "
+                                          "scale them into that range");
           wok = false;
         }
         w.weight = *v;

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kopt::daemon {
@@ -81,6 +82,8 @@ struct daemon_config {
   // (empty: $KOPT_PROMPTS_DIR, then the built-in templates).
   std::vector<std::filesystem::path> kb_directories;
   std::filesystem::path prompts_dir;
+  // Their api_key_file paths (absolute): the spool never reads these.
+  std::vector<std::filesystem::path> api_key_files;
   limits lim;
   http_settings http;
   log_settings log;
@@ -89,11 +92,20 @@ struct daemon_config {
     return lim.max_active_campaigns > 0 ? lim.max_active_campaigns
                                         : 2 * static_cast<int>(gpus.size());
   }
+  // Every setting, defaults filled in (providers too): `kopt daemon --check`.
   nlohmann::json to_json() const;
+  nlohmann::json limits_json() const;  // what /api/daemon shows
 };
+
+// Settings that are valid but dangerous, one sentence each (an HTTP address
+// other machines can reach: the endpoint has no authentication). `kopt
+// daemon --check` prints them on stderr and the daemon logs them at start.
+std::vector<std::string> config_warnings(const daemon_config& c);
 
 // Throws kopt::config_error ("daemon config FILE: field: what is wrong").
 daemon_config parse_config(const nlohmann::json& j, const std::filesystem::path& file);
 daemon_config load_config(const std::filesystem::path& file);
+// The same for text read elsewhere (`file` names it and anchors relative paths).
+daemon_config load_config_text(std::string_view text, const std::filesystem::path& file);
 
 }  // namespace kopt::daemon

@@ -108,6 +108,7 @@ service::~service() {
     if (s->thread.joinable()) s->thread.join();
   if (http_) http_->stop();
   if (lock_fd_ >= 0) close(lock_fd_);
+  if (db_lock_fd_ >= 0) close(db_lock_fd_);
 }
 
 limits service::current_limits() const {
@@ -115,24 +116,59 @@ limits service::current_limits() const {
   return cfg_.lim;
 }
 
-void service::lock_state_dir() {
-  const auto path = cfg_.state_dir / "daemon.lock";
-  lock_fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0)
+namespace {
+
+// An exclusive flock on `path`, with our pid written into it; -1 and why
+// (naming the holder's pid) when another process holds it.
+int take_lock(const std::filesystem::path& path, const std::string& what) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
     throw kopt::error(
         fmt::format("daemon: cannot open {}: {}", path.string(), std::strerror(errno)));
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
-    [[maybe_unused]] auto n = pread(lock_fd_, buf, sizeof buf - 1, 0);
-    close(lock_fd_);
-    lock_fd_ = -1;
-    throw kopt::error(
-        fmt::format("daemon: another kopt daemon (pid {}) holds {}; one daemon per state directory",
-                    std::string(buf).empty() ? "?" : std::string(buf), path.string()));
+    [[maybe_unused]] auto n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    throw kopt::error(fmt::format("daemon: another kopt daemon (pid {}) holds {}; {}",
+                                  std::string(buf).empty() ? "?" : std::string(buf), path.string(),
+                                  what));
   }
   const std::string pid = std::to_string(getpid());
-  if (ftruncate(lock_fd_, 0) != 0 || pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0)
     spdlog::warn("daemon: cannot write the pid into {}", path.string());
+  return fd;
+}
+
+// The lock file beside the database as it really is (symlinks resolved), so
+// that two configs naming one database by different paths meet on one lock.
+std::filesystem::path database_lock_path(const std::filesystem::path& db) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(db, ec);
+  if (ec) {
+    auto dir = std::filesystem::canonical(db.parent_path().empty() ? "." : db.parent_path(), ec);
+    real = ec ? std::filesystem::absolute(db) : dir / db.filename();
+  }
+  return real.string() + ".daemon.lock";
+}
+
+}  // namespace
+
+void service::lock_state_dir() {
+  lock_fd_ = take_lock(cfg_.state_dir / "daemon.lock", "one daemon per state directory");
+  // The state directory's lock alone lets two daemons with different
+  // state_dir share one database (double "finished" events, lost rows):
+  // the database has its own lock.
+  std::error_code ec;
+  if (!cfg_.db_path.parent_path().empty())
+    std::filesystem::create_directories(cfg_.db_path.parent_path(), ec);
+  try {
+    db_lock_fd_ = take_lock(database_lock_path(cfg_.db_path),
+                            "one daemon per database (" + cfg_.db_path.string() + ")");
+  } catch (...) {
+    close(lock_fd_);
+    lock_fd_ = -1;
+    throw;
+  }
 }
 
 json service::status() const {
@@ -152,7 +188,7 @@ void service::update_status(const std::string& state, const std::string& reason)
   json limits_j;
   {
     std::lock_guard lk(cfg_mu_);
-    limits_j = cfg_.to_json().at("limits");
+    limits_j = cfg_.limits_json();
   }
   std::lock_guard lk(status_mu_);
   status_ = {{"state", state},
@@ -210,15 +246,29 @@ void service::reload() {
     if (n.http.address != cfg_.http.address || n.http.port != cfg_.http.port ||
         n.http.enabled != cfg_.http.enabled)
       ignored.push_back("http");
-    if (n.worker.exe != cfg_.worker.exe || n.worker.launch_prefix != cfg_.worker.launch_prefix)
-      ignored.push_back("worker");
+    // Every worker setting (also the timeouts and seeds) reaches the pool
+    // only at start-up.
+    if (n.to_json().at("worker") != cfg_.to_json().at("worker")) ignored.push_back("worker");
+    // The spool's directories are created and watched from start-up on
+    // (a changed state_dir moves the default spool too).
+    if (n.spool_dir != cfg_.spool_dir) ignored.push_back("spool_dir");
+    if (!ignored.empty()) {
+      // Half a reload is worse than none: a restart-only change means the
+      // file no longer describes this daemon, so nothing of it is applied.
+      spdlog::error(
+          "daemon: reload refused, nothing changed: {} changed in {}, which needs a restart "
+          "(restore the old value to reload the rest, or restart the daemon)",
+          fmt::join(ignored, ", "), cfg_.file.string());
+      notify("READY=1\nSTATUS=reload refused (restart-only settings changed)");
+      return;
+    }
     configure_logging(n.log.format, n.log.level);
     {
       std::lock_guard lk(cfg_mu_);
       cfg_.lim = n.lim;
       cfg_.providers = n.providers;
+      cfg_.api_key_files = n.api_key_files;
       cfg_.log = n.log;
-      cfg_.spool_dir = n.spool_dir;
       cfg_.fake = n.fake;
     }
     if (pool_) pool_->set_backoff(n.lim.backoff_initial_s, n.lim.backoff_max_s);
@@ -226,12 +276,8 @@ void service::reload() {
       std::lock_guard lk(status_mu_);
       ++reloads_;
     }
-    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {}){}",
-                 cfg_.file.string(), n.active_limit(),
-                 ignored.empty()
-                     ? std::string()
-                     : fmt::format("; changes to {} need a restart and were not applied",
-                                   fmt::join(ignored, ", ")));
+    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {})",
+                 cfg_.file.string(), n.active_limit());
   } catch (const kopt::error& e) {
     spdlog::error("daemon: reload refused, the running configuration is kept: {}", e.what());
   }
@@ -438,11 +484,13 @@ void service::tick(store::store& db) {
   if (now - last_spool_ms_ >= lim.spool_poll_ms) {
     last_spool_ms_ = now;
     std::filesystem::path spool;
+    std::vector<std::filesystem::path> key_files;
     {
       std::lock_guard lk(cfg_mu_);
       spool = cfg_.spool_dir;
+      key_files = cfg_.api_key_files;
     }
-    const auto rep = scan_spool(db, spool, lim.spool_max_bytes);
+    const auto rep = scan_spool(db, spool, lim.spool_max_bytes, key_files);
     std::lock_guard lk(status_mu_);
     spool_accepted_ += rep.accepted;
     spool_rejected_ += rep.rejected;
@@ -475,6 +523,7 @@ int service::run() {
     const int port = http_->start(cfg_.http.address, cfg_.http.port);
     spdlog::info("daemon: HTTP on http://{}:{}/ (health, metrics, api, dashboard)",
                  cfg_.http.address, port);
+    for (const auto& w : config_warnings(cfg_)) spdlog::warn("daemon: WARNING: {}", w);
   }
   {
     // Where to find this daemon (tests, scripts): pid and HTTP port.

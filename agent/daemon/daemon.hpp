@@ -77,6 +77,7 @@ class service {
   std::atomic<bool> others_waiting_{false};
   bool ready_ = false;
   int lock_fd_ = -1;
+  int db_lock_fd_ = -1;  // <database>.daemon.lock: one daemon per database
   std::unique_ptr<gpu_pool> pool_;
   std::unique_ptr<http_api> http_;
   std::map<store::row_id, std::unique_ptr<step>> steps_;

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -13,6 +15,8 @@
 #include "campaign/submission.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/text.hpp"
+#include "daemon/spool_file.hpp"
 #include "store/scheduling.hpp"
 
 namespace kopt::daemon {
@@ -103,83 +107,88 @@ void move_file(const fs::path& from, const fs::path& to) {
   fs::create_directories(to.parent_path(), ec);
   fs::rename(from, to, ec);
   if (ec)
-    spdlog::error("spool: cannot move {} to {}: {}", from.string(), to.string(), ec.message());
+    spdlog::error("spool: cannot move {} to {}: {}", printable_utf8(from.string()),
+                  printable_utf8(to.string()), ec.message());
 }
 
-void write_error_file(const fs::path& target, const std::string& rel, const std::string& error) {
+void write_error_file(const fs::path& target, const std::string& shown, const std::string& error) {
   const fs::path ef = target.string() + ".error.txt";
   std::ofstream out(ef, std::ios::trunc);
-  out << "kopt daemon rejected " << rel << " (" << store::format_time(store::now_ms()) << "):\n"
+  out << "kopt daemon rejected " << shown << " (" << store::format_time(store::now_ms()) << "):\n"
       << error;
   if (!error.empty() && error.back() != '\n') out << '\n';
-  if (!out) spdlog::error("spool: cannot write {}", ef.string());
-}
-
-void finish_file(const fs::path& file, const fs::path& dir, const std::string& name,
-                 const std::string& rel, store::row_id sub_id, const std::string& status,
-                 std::optional<store::row_id> campaign, const std::string& error) {
-  if (status == "accepted") {
-    move_file(file, unique_target(dir / "accepted",
-                                  fmt::format("{}-{}", campaign.value_or(0), name), sub_id));
-  } else {
-    const fs::path target = unique_target(dir / "rejected", name, sub_id);
-    fs::create_directories(target.parent_path());
-    // The error file first: whoever sees the file in rejected/ finds why.
-    write_error_file(target, rel, error);
-    move_file(file, target);
-  }
+  if (!out) spdlog::error("spool: cannot write {}", printable_utf8(ef.string()));
 }
 
 struct spool_item {
   fs::path file;
-  fs::path dir;  // the directory it is in (accepted/ and rejected/ live beside it)
-  std::string name;
-  std::string rel;  // relative to the spool: team/name.json
+  fs::path dir;      // the directory it is in (accepted/ and rejected/ live beside it)
+  std::string name;  // as on disk (any bytes)
+  std::string rel;   // relative to the spool: team/name.json, as on disk
   std::string team;
+  // rel as valid UTF-8 (bytes that are not shown as \xNN): what the store,
+  // the logs and the messages carry.
+  std::string shown() const { return printable_utf8(rel); }
 };
 
+// Never throws: it runs after the submission is recorded, and whatever
+// fails here must not turn an accepted file into a rejected one.
+void finish_file(const spool_item& it, store::row_id sub_id, const std::string& status,
+                 std::optional<store::row_id> campaign, const std::string& error) noexcept {
+  try {
+    if (status == "accepted") {
+      move_file(it.file,
+                unique_target(it.dir / "accepted",
+                              fmt::format("{}-{}", campaign.value_or(0), it.name), sub_id));
+    } else {
+      const fs::path target = unique_target(it.dir / "rejected", it.name, sub_id);
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      // The error file first: whoever sees the file in rejected/ finds why.
+      write_error_file(target, it.shown(), error);
+      move_file(it.file, target);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("spool: cannot finish {}: {}", it.shown(), e.what());
+  }
+}
+
 void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
-                 spool_report& rep) {
+                 const std::vector<fs::path>& key_files, spool_report& rep, bool& recorded) {
   struct stat sb {};
-  if (lstat(it.file.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    ++rep.skipped;
+  if (lstat(it.file.c_str(), &sb) != 0) {
+    ++rep.skipped;  // gone since the directory was read
     return;
   }
+  const spool_entry_kind kind = S_ISLNK(sb.st_mode)   ? spool_entry_kind::symlink
+                                : S_ISREG(sb.st_mode) ? spool_entry_kind::regular
+                                                      : spool_entry_kind::other;
   const std::int64_t mtime_ns =
       static_cast<std::int64_t>(sb.st_mtim.tv_sec) * 1000000000LL + sb.st_mtim.tv_nsec;
+  const auto size = static_cast<std::int64_t>(sb.st_size);
   std::string content;
-  std::string error;
-  if (sb.st_size > max_bytes) {
-    error = fmt::format(
-        "{}: {} bytes, more than the spool limit of {} bytes (limits.spool_max_bytes)\n", it.rel,
-        static_cast<std::int64_t>(sb.st_size), max_bytes);
-  } else {
+  std::string read_error;
+  if (kind == spool_entry_kind::regular && size <= max_bytes) {
     std::ifstream in(it.file, std::ios::binary);
     if (!in) {
-      ++rep.skipped;
-      return;
+      read_error = fmt::format("{}: cannot be read: {}\n", it.shown(), std::strerror(errno));
+    } else {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      content = ss.str();
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    content = ss.str();
   }
+  const std::string rel = it.shown();
   // Same path, same bytes, same modification time: the same submission.
-  const std::string key = sha256_hex(
-      fmt::format("{}\n{}\n{}\n", it.rel, mtime_ns, static_cast<std::int64_t>(sb.st_size)) +
-      content);
+  const std::string key = sha256_hex(fmt::format("{}\n{}\n{}\n", rel, mtime_ns, size) + content);
 
-  std::optional<config::operator_config> op;
-  if (error.empty()) {
-    // Validate exactly the bytes that were hashed; relative source files
-    // resolve against the file's own directory.
-    auto r = config::load_operator_text(content, it.rel, it.dir);
-    for (const auto& d : r.diagnostics)
-      if (d.level == config::diagnostic::severity::error) error += d.to_string() + "\n";
-    if (r.ok())
-      op = std::move(r.op);
-    else if (error.empty())
-      error = it.rel + ": not a valid operator config\n";
-  }
+  spool_verdict verdict;
+  if (read_error.empty())
+    verdict = examine_spool_file(it.rel, kind, size, max_bytes, content, it.dir, key_files);
+  else
+    verdict.error = read_error;
+  const std::optional<config::operator_config>& op = verdict.op;
+  const std::string& error = verdict.error;
 
   store::transaction tx(db.db());
   {
@@ -189,32 +198,34 @@ void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
       const auto cid = seen->campaign_id;
       const std::string err = seen->error.value_or("");
       tx.commit();
+      recorded = true;
       // Recorded by a run that died before moving the file: move it now.
-      finish_file(it.file, it.dir, it.name, it.rel, sub_id, status, cid, err);
+      finish_file(it, sub_id, status, cid, err);
       ++rep.already_done;
       return;
     }
   }
   std::optional<store::row_id> cid;
-  if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + it.rel).campaign_id;
+  if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + rel).campaign_id;
   const std::string status = op ? "accepted" : "rejected";
   const auto sub_id = store::add_submission(
       db, {.origin = "spool",
            .key = key,
-           .path = it.rel,
+           .path = rel,
            .team = it.team,
            .status = status,
            .campaign_id = cid,
            .error = op ? std::optional<std::string>() : std::optional(error)});
   tx.commit();
+  recorded = true;
   if (op) {
-    spdlog::info("spool: {} queued as campaign {} (team '{}')", it.rel, *cid, it.team);
+    spdlog::info("spool: {} queued as campaign {} (team '{}')", rel, *cid, it.team);
     ++rep.accepted;
   } else {
-    spdlog::warn("spool: {} rejected: {}", it.rel, error.substr(0, error.find('\n')));
+    spdlog::warn("spool: {} rejected: {}", rel, error.substr(0, error.find('\n')));
     ++rep.rejected;
   }
-  finish_file(it.file, it.dir, it.name, it.rel, sub_id, status, cid, error);
+  finish_file(it, sub_id, status, cid, error);
 }
 
 void collect(const fs::path& dir, const std::string& team, std::vector<spool_item>& out) {
@@ -223,9 +234,19 @@ void collect(const fs::path& dir, const std::string& team, std::vector<spool_ite
     const std::string name = d->path().filename().string();
     if (name.empty() || name[0] == '.') continue;  // temporary files of an atomic write
     std::error_code e2;
+    const bool is_link = d->is_symlink(e2);
+    const bool team_like =
+        team.empty() && name != "accepted" && name != "rejected" && valid_team_name(name);
+    if (is_link) {
+      // A linked file or team directory is never followed (it would let a
+      // config in the spool reach any file the daemon can read): rejected
+      // with a note, so that it does not sit there unexplained forever.
+      if (d->path().extension() == ".json" || team_like)
+        out.push_back({d->path(), dir, name, team.empty() ? name : team + "/" + name, team});
+      continue;
+    }
     if (d->is_directory(e2)) {
-      if (team.empty() && name != "accepted" && name != "rejected" && valid_team_name(name))
-        collect(d->path(), name, out);
+      if (team_like) collect(d->path(), name, out);
       continue;
     }
     if (d->path().extension() != ".json") continue;  // name.json.part etc.: not finished yet
@@ -235,21 +256,36 @@ void collect(const fs::path& dir, const std::string& team, std::vector<spool_ite
 
 }  // namespace
 
-spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes) {
+spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes,
+                        const std::vector<fs::path>& key_files) {
   spool_report rep;
   std::vector<spool_item> items;
   collect(spool_dir, "", items);
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.rel < b.rel; });
   for (const auto& it : items) {
+    bool recorded = false;
     try {
-      process_one(db, it, max_bytes, rep);
+      process_one(db, it, max_bytes, key_files, rep, recorded);
     } catch (const kopt::store_error& e) {
-      // The file stays in the spool and is tried again on the next scan.
-      spdlog::error("spool: {}: {}", it.rel, e.what());
+      // The store is busy or failing, not the file: it stays in the spool
+      // and is tried again on the next scan.
+      spdlog::error("spool: {}: {}", it.shown(), e.what());
       ++rep.skipped;
+    } catch (const std::exception& e) {
+      // Anything else is this file's problem: reject it with its reason
+      // and go on with the next one, so one file never stops the spool.
+      spdlog::error("spool: {}: {}", it.shown(), e.what());
+      if (recorded) continue;  // stored already: the next scan moves it
+      ++rep.rejected;
+      finish_file(it, store::now_ms(), "rejected", std::nullopt,
+                  it.shown() + ": cannot be handled: " + printable_utf8(e.what()) + "\n");
     }
   }
   return rep;
+}
+
+spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes) {
+  return scan_spool(db, spool_dir, max_bytes, {});
 }
 
 // --- control ---------------------------------------------------------------------

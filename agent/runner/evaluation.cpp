@@ -93,12 +93,20 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
   s.role = role;
   std::optional<outcome> first_failure;
   double wsum = 0, wsol = 0, wlog_b = 0, wb = 0, wlog_r = 0, wr = 0;
+  // Weights relative to the largest: the sums below stay finite and the
+  // products do not underflow whatever scale the config used (a store may
+  // hold operators from before the loader bounded weights).
+  double max_weight = 0;
+  for (const auto& w : op.workloads)
+    if (workloads.empty() || std::find(workloads.begin(), workloads.end(), w.id) != workloads.end())
+      max_weight = std::max(max_weight, w.weight);
   for (const auto& w : op.workloads) {
     if (!workloads.empty() && std::find(workloads.begin(), workloads.end(), w.id) == workloads.end()) continue;
     workload_row row;
     row.workload = w.id;
     row.weight = w.weight;
-    wsum += w.weight;
+    const double nw = max_weight > 0 && std::isfinite(max_weight) ? w.weight / max_weight : 1.0;
+    wsum += nw;
     auto wit = rep.results.find(w.id);
     if (wit == rep.results.end() || !wit->second.count(role)) {
       row.status = outcome::not_run;
@@ -153,7 +161,7 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.counters = r.detail.value("counters", json());
       row.diagnosis = diagnose_row(op, w, rep, role, row, peaks);
       ++s.ok;
-      if (row.sol_fraction) wsol += w.weight * *row.sol_fraction;
+      if (row.sol_fraction) wsol += nw * *row.sol_fraction;
       auto other = [&](const std::string& who) -> std::optional<double> {
         auto it = wit->second.find(who);
         if (it == wit->second.end() || it->second.status != outcome::ok || who == role)
@@ -163,8 +171,8 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       };
       row.speedup_vs_baseline = other("baseline");
       row.speedup_vs_reference = other("reference");
-      if (row.speedup_vs_baseline) { wlog_b += w.weight * std::log(*row.speedup_vs_baseline); wb += w.weight; }
-      if (row.speedup_vs_reference) { wlog_r += w.weight * std::log(*row.speedup_vs_reference); wr += w.weight; }
+      if (row.speedup_vs_baseline) { wlog_b += nw * std::log(*row.speedup_vs_baseline); wb += nw; }
+      if (row.speedup_vs_reference) { wlog_r += nw * std::log(*row.speedup_vs_reference); wr += nw; }
     } else if (!first_failure) {
       first_failure = row.status;
     }

@@ -18,6 +18,7 @@
 #include "config/operator.hpp"
 #include "core/compare.hpp"
 #include "core/cubin_inspect.hpp"
+#include "core/kernel_params.hpp"
 #include "core/plan.hpp"
 #include "core/seeds.hpp"
 #include "core/stats.hpp"
@@ -387,6 +388,10 @@ struct evaluator::impl {
       const auto res = comp.compile(rq);
       if (!res.ok())
         throw kopt::error(fmt::format("input {}: the generator kernel does not compile:\n{}", t.name, res.log));
+      if (const auto sig =
+              generator_signature_problems(g.kernel_name, kernel_parameters(res.cubin), "generator of input " + t.name);
+          !sig.empty())
+        throw kopt::error(fmt::format("{}", fmt::join(sig, "; ")));
       cudaLibrary_t lib = nullptr;
       cudaKernel_t fn = nullptr;
       KOPT_CUDA(cudaLibraryLoadData(&lib, res.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -619,12 +624,23 @@ struct evaluator::impl {
       if (dmg[i] != 0)
         throw subject_failure{"rejected_integrity",
                               fmt::format("wrote {} bytes outside its buffers (guard region of {} damaged)", dmg[i], all[i].first)};
-    if (!reference) {
+    {
+      // The reference first: it runs before the candidates on the same
+      // inputs, so a reference that writes into a read-only input made the
+      // next (correct) candidate look guilty of it. That is the config's
+      // error, reported as such, and no candidate is judged on those inputs.
       const auto h = hash_inputs(st, k);
       for (const auto& [name, v] : h)
-        if (v != st.input_hash[k].at(name))
+        if (v != st.input_hash[k].at(name)) {
+          if (reference)
+            throw subject_failure{
+                "config_error",
+                fmt::format("the reference modified input '{}', which the operator does not declare in_place: the "
+                            "operator config is wrong (declare '{}' in_place, or fix the reference), not the candidates",
+                            name, name)};
           throw subject_failure{"rejected_integrity",
                                 fmt::format("modified input '{}', which the operator does not declare in_place", name)};
+        }
     }
     return download_checked(st, k, reference, "download");
   }
@@ -993,6 +1009,20 @@ struct evaluator::impl {
       } else if (s.fail_status.empty() && !s.compiled.integrity_problems.empty()) {
         s.fail_status = "rejected_integrity";
         s.fail_message = fmt::format("{}", fmt::join(s.compiled.integrity_problems, "; "));
+      } else if (s.fail_status.empty()) {
+        // Arguments that do not match the kernel's parameters make the
+        // driver pass garbage (or an integer as a pointer): refuse the plan
+        // before the module is loaded (kernel_params.hpp).
+        try {
+          const auto sig = launch_signature_problems(s.cand.launches, kernel_parameters(s.compiled.cubin), s.role);
+          if (!sig.empty()) {
+            s.fail_status = "launch_error";
+            s.fail_message = fmt::format("{}", fmt::join(sig, "; "));
+          }
+        } catch (const kopt::error& e) {
+          s.fail_status = "launch_error";
+          s.fail_message = std::string("cannot read the kernels' signatures from the cubin: ") + e.what();
+        }
       }
       if (s.fail_status.empty()) load(s, s.cand.launches);
       json cj = s.compiled.to_json();
