@@ -244,7 +244,35 @@ ALTER TABLE campaigns ADD COLUMN not_before INTEGER;
 ALTER TABLE campaigns ADD COLUMN last_error TEXT;
 )sql";
 
-constexpr std::array<migration, 2> all_steps{{
+// Schema v3: agent-driven campaigns (provider "agent", docs/agents.md).
+// `agent_submissions` holds the candidates an external agent submitted (MCP
+// candidate_submit, `kopt propose`) until the campaign's next iteration takes
+// them: pending -> taken (with the iteration that took them and the content
+// key of the candidate row it became) or rejected. `campaigns.waiting_for`
+// says that a running campaign is blocked on someone outside kopt ("agent"),
+// so that the daemon does not step it until a submission arrives and `kopt
+// list` and /health can show it.
+constexpr std::string_view schema_v3 = R"sql(
+CREATE TABLE agent_submissions (
+  id             INTEGER PRIMARY KEY,
+  campaign_id    INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+  agent          TEXT NOT NULL,
+  candidate_json TEXT NOT NULL CHECK (json_valid(candidate_json)),
+  note           TEXT,
+  brief_hash     TEXT,
+  status         TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','taken','rejected')),
+  iteration      INTEGER,
+  candidate_key  TEXT,
+  error          TEXT,
+  created_at     INTEGER NOT NULL,
+  taken_at       INTEGER
+);
+CREATE INDEX agent_submissions_by_campaign ON agent_submissions(campaign_id, status, id);
+
+ALTER TABLE campaigns ADD COLUMN waiting_for TEXT;
+)sql";
+
+constexpr std::array<migration, 3> all_steps{{
     {1,
      "initial schema: operators, workloads, campaigns, iterations, candidates, "
      "compilations, evaluations, llm_calls, dropout_decisions, events",
@@ -253,6 +281,7 @@ constexpr std::array<migration, 2> all_steps{{
      "daemon: submissions (spool accounting), campaign requests (pause/cancel), step "
      "failures and backoff",
      schema_v2},
+    {3, "agent campaigns: agent_submissions, campaigns.waiting_for", schema_v3},
 }};
 
 std::string hex32(std::int64_t v) {
