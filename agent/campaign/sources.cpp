@@ -159,6 +159,8 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   std::stable_sort(by_weight.begin(), by_weight.end(), [](auto* a, auto* b) { return a->weight > b->weight; });
   for (std::size_t i = 0; i < by_weight.size() && i < 4; ++i) {
     const auto& r = ctx.parent_results.at(by_weight[i]->id);
+    // No diagnosis (a failed workload, an evaluator without counters) is null.
+    if (!r.diagnosis.is_object()) continue;
     for (const auto& f : r.diagnosis.value("findings", json::array())) {
       const std::string cls = f.value("class", "");
       if (cls.empty()) continue;
