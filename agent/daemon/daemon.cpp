@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "campaign/agent_source.hpp"
 #include "campaign/loop.hpp"
 #include "campaign/sources.hpp"
 #include "common/error.hpp"
@@ -21,6 +22,7 @@
 #include "daemon/queue.hpp"
 #include "llm/client.hpp"
 #include "runner/llm_recorder.hpp"
+#include "store/agent_submissions.hpp"
 
 namespace kopt::daemon {
 
@@ -158,7 +160,8 @@ void service::update_status(const std::string& state, const std::string& reason)
              {"steps", step_outcomes_},
              {"reloads", reloads_},
              {"spool", {{"accepted", spool_accepted_}, {"rejected", spool_rejected_}}},
-             {"limits", limits_j}};
+             {"limits", limits_j},
+             {"waiting_for_agent", waiting_}};
 }
 
 bool service::wait_signal(int timeout_ms) {
@@ -300,6 +303,11 @@ void service::run_step(step& s) {
     std::unique_ptr<llm::llm_client> client;
     if (camp->provider == "autotune") {
       source = std::make_unique<campaign::autotune_source>();
+    } else if (camp->provider == "agent") {
+      // Candidates come from an external agent (docs/agents.md); the step
+      // ends when none is pending and the queue skips the campaign until
+      // one arrives.
+      source = std::make_unique<campaign::agent_source>(db, s.id, campaign::default_prompt_setup());
     } else {
       json section;
       {
@@ -370,8 +378,9 @@ void service::run_step(step& s) {
     campaign::campaign_loop loop(db, s.id, op, *source, *ev, settings, hooks);
     try {
       const auto r = loop.run();
-      outcome = "finished";
-      spdlog::info("campaign {} finished: {}", s.id, r.stop_reason);
+      outcome = r.waiting ? "waiting" : "finished";
+      spdlog::info("campaign {} {}: {}", s.id, r.waiting ? "is waiting" : "finished",
+                   r.stop_reason);
       record_step_success(db, s.id);
     } catch (const step_yield&) {
       outcome = "yield";
@@ -462,6 +471,13 @@ void service::tick(store::store& db) {
     spool_rejected_ += rep.rejected;
   }
   if (ready_) schedule(db);
+  {
+    json w = json::array();
+    for (const auto& [id, what] : store::waiting_campaigns(db))
+      w.push_back({{"campaign_id", id}, {"waiting_for", what}});
+    std::lock_guard lk(status_mu_);
+    waiting_ = std::move(w);
+  }
   update_status(ready_ ? "ready" : "starting", ready_ ? "" : pool_->not_ready_reason());
 }
 
