@@ -253,9 +253,11 @@ eval_outcome run_evaluation(const config::operator_config& op,
   for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
     eval_timing t;
     const auto t0 = steady::now();
-    out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
-      if (m.value("type", "") == "workload_result")
+    out.report = runner::evaluate_with_counters(client, &profiler, req, [&o](const json& m) {
+      if (m.value("type", "") == "workload_result") {
         spdlog::info("workload {} done", m.value("workload", ""));
+        if (o.on_workload_done) o.on_workload_done(m.value("workload", ""));
+      }
     });
     const auto t1 = steady::now();
     t.request_s = std::chrono::duration<double>(t1 - t0).count();

@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/render.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "config/operator.hpp"
@@ -31,16 +32,9 @@ namespace {
 
 using nlohmann::json;
 
-struct prompt_options {
-  std::string config_file;
-  std::string template_name = "first";
-  std::vector<std::string> drop;
+// `kopt prompt render`'s options: what it renders, and how it prints.
+struct prompt_options : prompt_request {
   bool json = false;
-  std::string prompts_dir;
-  std::string gpu = "H200";
-  std::string peaks_file;
-  std::string parent;  // seed, baseline, reference; default: seed, else reference
-  std::int64_t candidate_id = 0;  // a stored candidate as the parent (wins over parent)
 };
 
 std::filesystem::path find_peak_table(const std::string& flag) {
@@ -138,11 +132,18 @@ std::vector<prompts::workload_measurement> stored_measurements(const context& ct
   return out;
 }
 
-void run_render(const prompt_options& o, const context& ctx) {
-  const config::load_result loaded = config::load_operator_file(o.config_file);
+}  // namespace
+
+rendered_prompt render_prompt(const prompt_request& o, const context& ctx) {
+  const config::load_result loaded =
+      o.config_text.empty() ? config::load_operator_file(o.config_file)
+                            : config::load_operator_text(
+                                  o.config_text, o.config_file.empty() ? "config" : o.config_file,
+                                  std::filesystem::current_path());
   if (!loaded.ok()) {
-    for (const auto& d : loaded.diagnostics) std::cerr << d.to_string() << '\n';
-    throw kopt::config_error(o.config_file + " is not a valid operator config");
+    std::string why;
+    for (const auto& d : loaded.diagnostics) why += "\n" + d.to_string();
+    throw kopt::config_error(o.config_file + " is not a valid operator config:" + why);
   }
   const config::operator_config& op = *loaded.op;
 
@@ -201,6 +202,7 @@ void run_render(const prompt_options& o, const context& ctx) {
   in.parent_label = which;
   if (o.candidate_id <= 0) in.measurements = stored_measurements(ctx, op, *in.parent);
   in.diagnosis = stored_findings;
+  in.snippets = o.snippets;
   if (in.measurements.empty()) {
     in.measurements_note = "none are stored for the " + which + " kernel yet.";
   }
@@ -212,27 +214,48 @@ void run_render(const prompt_options& o, const context& ctx) {
   const prompts::rendered system = set.render("system", context_json, dropped);
   const prompts::rendered user = set.render(o.template_name, context_json, dropped);
 
+  rendered_prompt out;
+  out.operator_name = op.name;
+  out.template_name = o.template_name;
+  out.parent = which;
+  out.measurements = !in.measurements.empty();
+  out.system = system.text;
+  out.user = user.text;
+  out.present_items = user.present_items;
+  out.dropped_items = user.dropped_items;
+  out.user_present = user.present_items;
+  out.user_dropped = user.dropped_items;
+  for (const auto& id : system.present_items) out.present_items.push_back(id);
+  for (const auto& id : system.dropped_items) out.dropped_items.push_back(id);
+  return out;
+}
+
+nlohmann::json rendered_prompt::to_json() const {
+  return json{{"operator", operator_name},
+              {"template", template_name},
+              {"parent", parent},
+              {"measurements", measurements},
+              {"system", system},
+              {"user", user},
+              {"present_items", present_items},
+              {"dropped_items", dropped_items}};
+}
+
+namespace {
+
+void run_render(const prompt_options& o, const context& ctx) {
+  const rendered_prompt r = render_prompt(o, ctx);
   if (o.json) {
-    json present = user.present_items, gone = user.dropped_items;
-    for (const auto& id : system.present_items) present.push_back(id);
-    for (const auto& id : system.dropped_items) gone.push_back(id);
-    print_json(json{{"operator", op.name},
-                    {"template", o.template_name},
-                    {"parent", which},
-                    {"measurements", !in.measurements.empty()},
-                    {"system", system.text},
-                    {"user", user.text},
-                    {"present_items", present},
-                    {"dropped_items", gone}});
+    print_json(r.to_json());
     return;
   }
-  std::cout << "===== system =====\n" << system.text;
-  if (!system.text.empty() && system.text.back() != '\n') std::cout << '\n';
-  std::cout << "===== user (" << o.template_name << ") =====\n" << user.text;
-  if (!user.text.empty() && user.text.back() != '\n') std::cout << '\n';
+  std::cout << "===== system =====\n" << r.system;
+  if (!r.system.empty() && r.system.back() != '\n') std::cout << '\n';
+  std::cout << "===== user (" << o.template_name << ") =====\n" << r.user;
+  if (!r.user.empty() && r.user.back() != '\n') std::cout << '\n';
   std::string present, gone;
-  for (const auto& id : user.present_items) present += (present.empty() ? "" : " ") + id;
-  for (const auto& id : user.dropped_items) gone += (gone.empty() ? "" : " ") + id;
+  for (const auto& id : r.user_present) present += (present.empty() ? "" : " ") + id;
+  for (const auto& id : r.user_dropped) gone += (gone.empty() ? "" : " ") + id;
   std::cerr << "optional items present: " << (present.empty() ? "(none)" : present)
             << "; dropped: " << (gone.empty() ? "(none)" : gone) << '\n';
 }

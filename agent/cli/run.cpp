@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "campaign/agent_source.hpp"
 #include "campaign/export.hpp"
 #include "campaign/loop.hpp"
 #include "campaign/sources.hpp"
@@ -22,6 +23,7 @@
 #include "cli/commands.hpp"
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 #include "kb/index.hpp"
@@ -94,28 +96,6 @@ struct run_opts {
 
 namespace {
 
-// The knowledge base's operator class for a config's op_type.
-std::string kb_operator_class(const config::operator_config& op) {
-  const std::string t = op.op_type;
-  if (kb::is_operator_class(t)) return t;
-  auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
-  if (has("norm")) return "normalization";
-  if (has("softmax") && has("moe")) return "moe";
-  if (has("softmax")) return "softmax";
-  if (has("attention") || has("attn")) return "attention";
-  if (has("quant")) return "quantization";
-  if (has("moe") || has("expert")) return "moe";
-  if (has("topk") || has("top_k")) return "topk";
-  if (has("cache")) return "kv-cache";
-  if (has("gemv")) return "gemv";
-  if (has("gemm") || has("matmul") || has("_mm") || t == "mm") return "gemm";
-  if (has("sort") || has("scan") || has("align")) return "sort-scan";
-  if (has("conv")) return "convolution";
-  if (has("rule") || has("recurr") || has("ssm")) return "recurrent";
-  if (has("reduc")) return "reduction";
-  return "";  // any
-}
-
 // Snippets for the parent's diagnosis: the classes of its heaviest
 // workloads' findings, most severe first; before any measurement, a query by
 // operator class alone.
@@ -129,6 +109,7 @@ std::vector<campaign::prompt_item> kb_snippets(const kb::index& idx, const std::
   for (const auto* w : wls) {
     auto it = ctx.parent_results.find(w->id);
     if (it == ctx.parent_results.end()) continue;
+    if (!it->second.diagnosis.is_object()) continue;  // null: no diagnosis
     for (const auto& f : it->second.diagnosis.value("findings", json::array()))
       classes.emplace_back(w->weight * f.value("severity", 0.0), f.value("class", ""));
   }
@@ -179,8 +160,9 @@ void register_run(CLI::App& app, context& ctx, exit_status& status) {
   auto o = std::make_shared<run_opts>();
   auto* cmd = app.add_subcommand("run", "run (or resume) an optimization campaign in the foreground");
   cmd->add_option("config", o->config, "operator config (JSON)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--provider", o->provider, "candidate source (default: the config's campaign.provider)")
-      ->check(CLI::IsMember({"autotune", "openai", "anthropic", "command", "replay"}));
+  cmd->add_option("--provider", o->provider,
+                  "candidate source (default: the config's campaign.provider)")
+      ->check(CLI::IsMember({"autotune", "openai", "anthropic", "command", "replay", "agent"}));
   cmd->add_option("--llm-config", o->llm_config,
                   "JSON file with an \"llm\" section (docs/providers.md) for LLM providers")
       ->check(CLI::ExistingFile);
@@ -297,6 +279,11 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     std::unique_ptr<llm::llm_client> client;
     if (provider == "autotune") {
       source = std::make_unique<campaign::autotune_source>();
+    } else if (provider == "agent") {
+      // An external agent proposes (docs/agents.md): the run ends when it
+      // has nothing pending; `kopt run` again continues the campaign.
+      source =
+          std::make_unique<campaign::agent_source>(db, cid, prompt_setup_for(ev.start(), o->run));
     } else {
       llm::provider_config pc;
       if (!o->llm_config.empty()) {
@@ -363,6 +350,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     ev.stop();
     json out = {{"campaign_id", cid},
                 {"finished", r.finished},
+                {"waiting", r.waiting},
                 {"stop_reason", r.stop_reason},
                 {"iterations_run", r.iterations_run},
                 {"best_candidate_id", opt_json(r.best_id)},
@@ -376,10 +364,11 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     if (o->json_out) {
       std::cout << out.dump(2) << '\n';
     } else {
-      std::cout << fmt::format("campaign {} {}: {}; best candidate {} at {:.1f} % of speed of light{}\n", cid,
-                               r.finished ? "finished" : "paused", r.stop_reason,
-                               r.best_id ? std::to_string(*r.best_id) : "none", 100 * r.best_sol,
-                               r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
+      std::cout << fmt::format(
+          "campaign {} {}: {}; best candidate {} at {:.1f} % of speed of light{}\n", cid,
+          r.finished ? "finished" : (r.waiting ? "is waiting" : "paused"), r.stop_reason,
+          r.best_id ? std::to_string(*r.best_id) : "none", 100 * r.best_sol,
+          r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
       if (out.contains("export")) std::cout << "exported to " << o->export_dir << '\n';
     }
     if (r.finished && r.stop_reason.rfind("stopped:", 0) == 0 && provider != "autotune") status.code = exit_provider;
