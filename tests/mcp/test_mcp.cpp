@@ -26,7 +26,8 @@ namespace {
 using kopt::mcp::json;
 using namespace std::chrono_literals;
 
-std::vector<kopt::mcp::tool> tools(std::atomic<bool>* release = nullptr) {
+std::vector<kopt::mcp::tool> tools(std::atomic<bool>* release = nullptr,
+                                   std::atomic<int>* saw_cancel = nullptr) {
   const json out = {{"type", "object"},
                     {"properties", {{"status", {{"type", "string"}}}}},
                     {"required", {"status"}}};
@@ -61,11 +62,12 @@ std::vector<kopt::mcp::tool> tools(std::atomic<bool>* release = nullptr) {
                {{"type", "object"}},
                out,
                json::object(),
-               [release](const json&, kopt::mcp::call_context& cx) {
+               [release, saw_cancel](const json&, kopt::mcp::call_context& cx) {
                  const auto end = std::chrono::steady_clock::now() + 20s;
                  while (!cx.cancelled() && !(release && *release) &&
                         std::chrono::steady_clock::now() < end)
                    std::this_thread::sleep_for(5ms);
+                 if (cx.cancelled() && saw_cancel) ++*saw_cancel;
                  return kopt::mcp::tool_result{
                      {{"status", cx.cancelled() ? "cancelled" : "ok"}}, "", false};
                }});
@@ -191,7 +193,8 @@ TEST(McpServer, CancellationOnTheStdioLoop) {
   ASSERT_EQ(pipe(in), 0);
   ASSERT_EQ(pipe(out), 0);
   std::atomic<bool> release{false};
-  kopt::mcp::server s({"kopt", "", "1", ""}, tools(&release));
+  std::atomic<int> saw_cancel{0};
+  kopt::mcp::server s({"kopt", "", "1", ""}, tools(&release, &saw_cancel));
   int rc = -1;
   std::thread t([&] { rc = s.serve(in[0], out[1]); });
   auto send = [&](const json& m) {
@@ -222,6 +225,11 @@ TEST(McpServer, CancellationOnTheStdioLoop) {
   send({{"jsonrpc", "2.0"},
         {"method", "notifications/cancelled"},
         {"params", {{"requestId", 7}, {"reason", "test"}}}});
+  // Call 7 sees its cancellation before anything could release it.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (saw_cancel == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(saw_cancel, 1);
   send(call(9, "wait", json::object()));
   release = true;  // 9 finishes normally; 7 was cancelled and stays silent
   const json r9 = next();
