@@ -194,6 +194,14 @@ const statusOf = async () => (await call("campaign_status", { campaign_id: campa
 await until("the daemon set the campaign up and waits for the agent",
             async () => { const c = await statusOf(); return c?.waiting_for === "agent" ? c : null; });
 check(true, "campaign_status: waiting_for agent");
+const port = JSON.parse(fs.readFileSync(path.join(stateDir, "daemon.json"), "utf8")).http.port;
+const health = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
+check(health.waiting_for_agent?.some((w) => w.campaign_id === campaignId && w.waiting_for === "agent"),
+      "daemon /health lists the campaign as waiting for the agent", health);
+const listed = JSON.parse(execFileSync(kopt, ["--db", db, "list", "--json"], { encoding: "utf8" }));
+check(listed.find((c) => c.id === campaignId)?.waiting_for === "agent", "kopt list --json: waiting_for agent", listed);
+const listText = execFileSync(kopt, ["--db", db, "list"], { encoding: "utf8" });
+check(listText.includes("running (waiting for agent)"), "kopt list: running (waiting for agent)", listText);
 r = await call("operator_brief", { campaign_id: campaignId });
 const brief = r.structuredContent;
 check(!r.isError && brief.iteration === 1 && brief.brief_hash.length === 64 && brief.user.includes("seed"),
@@ -231,8 +239,13 @@ const after1 = await statusOf();
 let iterations = 2;
 if (!["done", "failed"].includes(after1.state)) {
   await until("iteration 2 waits for the agent", async () => ((await statusOf()).waiting_for === "agent" ? true : null));
-  r = await call("candidate_submit", { campaign_id: campaignId, candidate: kernel("agent_wrong", "// broken speed 0.2") });
-  check(!r.isError, "candidate_submit: a second candidate for iteration 2");
+  // From a shell this time: kopt propose.
+  const wrongFile = path.join(workDir, "wrong.json");
+  fs.writeFileSync(wrongFile, JSON.stringify(kernel("agent_wrong", "// broken speed 0.2")));
+  const proposed = JSON.parse(execFileSync(kopt, ["--db", db, "propose", String(campaignId), wrongFile, "--agent",
+                                                  "shell-user", "--json"], { encoding: "utf8" }));
+  check(proposed.status === "pending" && proposed.agent === "shell-user", "kopt propose: a second candidate for iteration 2",
+        proposed);
   iterations = 3;
 }
 const done = await until("the campaign finished", async () => {
@@ -245,6 +258,10 @@ r = await call("campaign_log", { campaign_id: campaignId });
 const its = r.structuredContent.log.iterations;
 check(!r.isError && its.length === iterations && its[1].promoted === true && (iterations === 2 || its[2].promoted === false),
       "campaign_log: setup, iteration 1 promoted (iteration 2: the wrong kernel is not)", its);
+let refused = null;
+try { execFileSync(kopt, ["--db", db, "propose", String(campaignId), path.join(workDir, "wrong.json")], { stdio: "pipe" }); }
+catch (e) { refused = e.status; }
+check(refused === 1, "kopt propose: a finished campaign takes nothing (exit 1)", refused);
 const text = JSON.stringify(await call("campaign_status", { campaign_id: campaignId }));
 check(!text.includes("sk-kopt-test-secret"), "no API key in any result");
 
