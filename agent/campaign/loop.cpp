@@ -513,6 +513,12 @@ void campaign_loop::iterate(std::int64_t n) {
     ctx.seed = derive_seed(s_.seed, "source", n);
     ctx.already_tried = [this](const std::string& key) { return by_key_.count(key) > 0; };
     const source_answer a = source_.propose(ctx);
+    if (a.waiting && a.proposals.empty()) {
+      // Nothing stored: the next run plans the same iteration (same seeds)
+      // and asks again.
+      waiting_ = *a.waiting;
+      return;
+    }
     store::transaction tx(db_.db());
     for (const auto& pr : a.proposals) {
       const auto id = candidate_row(pr.candidate, pr.origin, p.parent_id, it_id, pr.note, &pr);
@@ -772,7 +778,17 @@ run_result campaign_loop::run(const run_limits& limits) {
       out.best_sol = st_.best_sol;
       return out;
     }
+    waiting_.reset();
     iterate(st_.completed + 1);
+    if (waiting_) {
+      out.finished = false;
+      out.waiting = true;
+      out.stop_reason = "waiting: " + *waiting_;
+      out.iterations_run = ran;
+      out.best_id = st_.best_id;
+      out.best_sol = st_.best_sol;
+      return out;
+    }
     ++ran;
   }
 }

@@ -117,7 +117,8 @@ struct run_limits {
 };
 
 struct run_result {
-  bool finished = false;  // false: paused by run_limits
+  bool finished = false;  // false: paused by run_limits, or waiting
+  bool waiting = false;   // the source is waiting for candidates (an agent)
   std::string stop_reason;
   // The campaign stopped on an error, not on its budget or target: the
   // candidate source gave up (revoked key, quota) or no starting candidate
@@ -194,6 +195,7 @@ class campaign_loop {
   std::map<std::string, store::row_id> by_key_;         // content key -> candidate row
   std::map<store::row_id, nlohmann::json> variants_;    // candidate row -> variant
   std::optional<nlohmann::json> finished_;
+  std::optional<std::string> waiting_;  // set by iterate() when the source waits
   std::size_t cache_hits_ = 0;
 };
 

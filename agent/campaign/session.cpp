@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "campaign/agent_source.hpp"
 #include "common/error.hpp"
 #include "kb/index.hpp"
 #include "kb/library.hpp"
@@ -207,6 +208,13 @@ session::session(store::store& db, store::row_id campaign_id, const config::oper
   if (!ev_) throw kopt::error("campaign session: the evaluator factory gave no evaluator");
   if (provider_ == "autotune") {
     source_ = std::make_unique<autotune_source>();
+    return;
+  }
+  if (provider_ == "agent") {
+    // An external agent proposes (docs/agents.md): its brief is the prompt
+    // an LLM would get, knowledge-base snippets included; no LLM client.
+    prompts_ = std::make_unique<prompt_builder>(op_, o_, ev_->device(), settings_.directives);
+    source_ = std::make_unique<agent_source>(db_, camp_.id, prompts_->setup());
     return;
   }
 

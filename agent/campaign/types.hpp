@@ -164,6 +164,10 @@ struct source_answer {
   int llm_errors = 0;                 // calls that failed or gave no usable candidate
   std::vector<std::string> problems;  // why answers were unusable
   std::optional<std::string> fatal;   // the source cannot go on (revoked key, quota)
+  // Nothing to propose yet, and the source expects something later (an
+  // external agent has not submitted): the loop ends this run without
+  // finishing the iteration, which the next run asks again.
+  std::optional<std::string> waiting;
 };
 
 class candidate_source {

@@ -175,6 +175,7 @@ application build_app() {
   register_prompt(app, ctx, *a.status);
   register_kb(app, ctx, *a.status);
   register_daemon(app, ctx, *a.status);
+  register_agent(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
   register_bench(app, ctx, *a.status);

@@ -406,10 +406,11 @@ eval_outcome run_evaluation(const config::operator_config& op,
       eval_timing t;
       const auto t0 = steady::now();
       out.report =
-          runner::evaluate_with_counters(client, &profiler, req, [progress](const protocol::message& m) {
+          runner::evaluate_with_counters(client, &profiler, req, [progress, &o](const protocol::message& m) {
             if (const auto* r = std::get_if<protocol::workload_result>(&m)) {
               spdlog::info("workload {} done", r->workload);
               if (progress) progress->step("workload " + r->workload);
+              if (o.on_workload_done) o.on_workload_done(r->workload);
             }
           });
       const auto t1 = steady::now();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -42,6 +43,8 @@ struct eval_options {
   bool recompile = false;
   // CUPTI record kind that times kernels: "kernel" or "concurrent_kernel".
   std::string clock = "concurrent_kernel";
+  // Called as each workload's result arrives (progress reports: kopt mcp).
+  std::function<void(const std::string& workload)> on_workload_done;
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);

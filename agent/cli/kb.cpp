@@ -11,7 +11,10 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "campaign/session.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
+#include "config/operator.hpp"
 #include "kb/index.hpp"
 #include "kb/library.hpp"
 
@@ -61,13 +64,7 @@ json diagnostic_json(const kb::diagnostic& d) {
 }
 
 kb::load_result load(const kb_options& o) {
-  std::vector<fs::path> extra(o.dirs.begin(), o.dirs.end());
-  const auto dirs = kb::directories(extra, !o.no_builtin);
-  if (dirs.empty())
-    throw kopt::not_found_error(
-        "no knowledge-base directory: kopt's own techniques were not found (set $KOPT_DATA_DIR) "
-        "and no --kb-dir was given");
-  return kb::load_directories(dirs);
+  return load_knowledge_base(o.dirs, o.no_builtin);
 }
 
 // For search and show a broken document is skipped, not fatal: say so.
@@ -78,25 +75,7 @@ void report_skipped(const kb::load_result& r) {
 }
 
 json document_json(const kb::document& d) {
-  json sections = json::array();
-  for (const auto& s : d.sections)
-    sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
-  json refs = json::array();
-  for (const auto& r : d.references) refs.push_back(r.target);
-  json j{{"id", d.id},         {"kind", kb::kind_name(d.kind)}, {"title", d.title},     {"bottlenecks", d.bottlenecks},
-         {"operators", d.operators}, {"arch", d.arch}, {"tags", d.tags},
-         {"file", d.file},     {"content_hash", d.content_hash},
-         {"references", refs}, {"sections", sections}};
-  if (d.is_reference()) {
-    j["config"] = d.config;
-    j["config_path"] = d.config_path;
-  }
-  if (d.ex)
-    j["example"] = json{{"source", d.ex->source},
-                        {"plan", d.ex->plan},
-                        {"defaults", d.ex->defaults},
-                        {"kernels", d.ex->kernels}};
-  return j;
+  return kb_document_json(d);
 }
 
 void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
@@ -136,14 +115,11 @@ void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
     for (const auto& t : o->text) q.text += (q.text.empty() ? "" : " ") + t;
     q.budget_tokens = o->budget;
     q.max_documents = o->limit;
-    const kb::retrieval r = idx.retrieve(q);
     if (o->json_out) {
-      json j = r.to_json();
-      j["query"] = json{{"bottlenecks", q.bottlenecks}, {"operator", q.operator_class},
-                        {"arch", q.arch},               {"text", q.text}};
-      print_json(j);
+      print_json(kb_search_json(idx, q));
       return;
     }
+    const kb::retrieval r = idx.retrieve(q);
     if (r.snippets.empty()) {
       std::cerr << "kopt: no document matches\n";
       return;
@@ -427,6 +403,59 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
 }
 
 }  // namespace
+
+kb::load_result load_knowledge_base(const std::vector<std::string>& dirs, bool no_builtin) {
+  std::vector<fs::path> extra(dirs.begin(), dirs.end());
+  const auto found = kb::directories(extra, !no_builtin);
+  if (found.empty())
+    throw kopt::not_found_error(
+        "no knowledge-base directory: kopt's own techniques were not found (set $KOPT_DATA_DIR) "
+        "and no --kb-dir was given");
+  return kb::load_directories(found);
+}
+
+json kb_document_json(const kb::document& d) {
+  json sections = json::array();
+  for (const auto& s : d.sections)
+    sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
+  json refs = json::array();
+  for (const auto& r : d.references) refs.push_back(r.target);
+  json j{{"id", d.id},
+         {"kind", kb::kind_name(d.kind)},
+         {"title", d.title},
+         {"bottlenecks", d.bottlenecks},
+         {"operators", d.operators},
+         {"arch", d.arch},
+         {"tags", d.tags},
+         {"file", d.file},
+         {"content_hash", d.content_hash},
+         {"references", refs},
+         {"sections", sections}};
+  if (d.is_reference()) {
+    j["config"] = d.config;
+    j["config_path"] = d.config_path;
+  }
+  if (d.ex)
+    j["example"] = json{{"source", d.ex->source},
+                        {"plan", d.ex->plan},
+                        {"defaults", d.ex->defaults},
+                        {"kernels", d.ex->kernels}};
+  return j;
+}
+
+json kb_search_json(const kb::index& idx, const kb::query& q) {
+  json j = idx.retrieve(q).to_json();
+  j["query"] = json{{"bottlenecks", q.bottlenecks},
+                    {"operator", q.operator_class},
+                    {"arch", q.arch},
+                    {"text", q.text}};
+  return j;
+}
+
+// One place for the mapping: the campaign session's.
+std::string kb_operator_class(const config::operator_config& op) {
+  return campaign::kb_operator_class(op);
+}
 
 void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
   auto o = std::make_shared<kb_options>();

@@ -16,6 +16,7 @@
 #include "campaign/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/render.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "config/operator.hpp"
@@ -26,17 +27,9 @@ namespace {
 
 using nlohmann::json;
 
-struct prompt_options {
-  std::string config_file;
-  std::string template_name;  // empty: the one the campaign would use
-  std::vector<std::string> drop;
+// `kopt prompt render`'s options: what it renders, and how it prints.
+struct prompt_options : prompt_request {
   bool json = false;
-  std::string prompts_dir;
-  std::string gpu = "H200";
-  std::string peaks_file;
-  std::string parent;                // seed, baseline, reference; default: seed, else reference
-  std::int64_t candidate_id = 0;     // a stored candidate as the parent (wins over parent)
-  std::vector<std::string> kb_dirs;  // knowledge-base directories beside kopt's own
 };
 
 #ifndef KOPT_SOURCE_DIR
@@ -126,11 +119,18 @@ std::map<std::string, campaign::workload_result> stored_results(const context& c
   return out;
 }
 
-void run_render(const prompt_options& o, const context& ctx) {
-  const config::load_result loaded = config::load_operator_file(o.config_file);
+}  // namespace
+
+rendered_prompt render_prompt(const prompt_request& o, const context& ctx) {
+  const config::load_result loaded =
+      o.config_text.empty() ? config::load_operator_file(o.config_file)
+                            : config::load_operator_text(
+                                  o.config_text, o.config_file.empty() ? "config" : o.config_file,
+                                  std::filesystem::current_path());
   if (!loaded.ok()) {
-    for (const auto& d : loaded.diagnostics) std::cerr << d.to_string() << '\n';
-    throw kopt::config_error(o.config_file + " is not a valid operator config");
+    std::string why;
+    for (const auto& d : loaded.diagnostics) why += "\n" + d.to_string();
+    throw kopt::config_error(o.config_file + " is not a valid operator config:" + why);
   }
   const config::operator_config& op = *loaded.op;
 
@@ -184,29 +184,51 @@ void run_render(const prompt_options& o, const context& ctx) {
   const campaign::prompt_builder prompts(op, so, json::object(), campaign::default_directives());
   if (!prompts.setup())
     throw kopt::config_error("no prompt template directory found; pass --prompts-dir DIR");
-  const std::set<std::string> dropped(o.drop.begin(), o.drop.end());
+  std::set<std::string> dropped(o.drop.begin(), o.drop.end());
+  if (!o.with_snippets)
+    for (const auto& sn : prompts.snippets(pc)) dropped.insert(sn.id);
   const campaign::composed_prompt p = prompts.render(pc, dropped, o.template_name);
 
+  rendered_prompt out;
+  out.operator_name = op.name;
+  out.template_name = p.template_name;
+  out.parent = which;
+  out.measurements = !pc.parent_results.empty();
+  out.system = p.system;
+  out.user = p.user;
+  out.present_items = p.present_items;
+  out.user_present = p.present_items;
+  out.dropped_items.assign(dropped.begin(), dropped.end());
+  out.user_dropped = out.dropped_items;
+  return out;
+}
+
+nlohmann::json rendered_prompt::to_json() const {
+  return json{{"operator", operator_name},
+              {"template", template_name},
+              {"parent", parent},
+              {"measurements", measurements},
+              {"system", system},
+              {"user", user},
+              {"present_items", present_items},
+              {"dropped_items", dropped_items}};
+}
+
+namespace {
+
+void run_render(const prompt_options& o, const context& ctx) {
+  const rendered_prompt r = render_prompt(o, ctx);
   if (o.json) {
-    json gone = json::array();
-    for (const auto& id : dropped) gone.push_back(id);
-    print_json(json{{"operator", op.name},
-                    {"template", p.template_name},
-                    {"parent", which},
-                    {"measurements", !pc.parent_results.empty()},
-                    {"system", p.system},
-                    {"user", p.user},
-                    {"present_items", p.present_items},
-                    {"dropped_items", gone}});
+    print_json(r.to_json());
     return;
   }
-  std::cout << "===== system =====\n" << p.system;
-  if (!p.system.empty() && p.system.back() != '\n') std::cout << '\n';
-  std::cout << "===== user (" << p.template_name << ") =====\n" << p.user;
-  if (!p.user.empty() && p.user.back() != '\n') std::cout << '\n';
+  std::cout << "===== system =====\n" << r.system;
+  if (!r.system.empty() && r.system.back() != '\n') std::cout << '\n';
+  std::cout << "===== user (" << r.template_name << ") =====\n" << r.user;
+  if (!r.user.empty() && r.user.back() != '\n') std::cout << '\n';
   std::string present, gone;
-  for (const auto& id : p.present_items) present += (present.empty() ? "" : " ") + id;
-  for (const auto& id : dropped) gone += (gone.empty() ? "" : " ") + id;
+  for (const auto& id : r.user_present) present += (present.empty() ? "" : " ") + id;
+  for (const auto& id : r.user_dropped) gone += (gone.empty() ? "" : " ") + id;
   std::cerr << "optional items present: " << (present.empty() ? "(none)" : present)
             << "; dropped: " << (gone.empty() ? "(none)" : gone) << '\n';
 }

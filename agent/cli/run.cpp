@@ -15,12 +15,14 @@
 #include <set>
 #include <sstream>
 
+#include "campaign/agent_source.hpp"
 #include "campaign/export.hpp"
 #include "campaign/session.hpp"
 #include "campaign/worker_evaluator.hpp"
 #include "cli/commands.hpp"
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 
@@ -79,8 +81,9 @@ void register_run(CLI::App& app, context& ctx, exit_status& status) {
   auto o = std::make_shared<run_opts>();
   auto* cmd = app.add_subcommand("run", "run (or resume) an optimization campaign in the foreground");
   cmd->add_option("config", o->config, "operator config (JSON)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--provider", o->provider, "candidate source (default: the config's campaign.provider)")
-      ->check(CLI::IsMember({"autotune", "openai", "anthropic", "command", "replay"}));
+  cmd->add_option("--provider", o->provider,
+                  "candidate source (default: the config's campaign.provider)")
+      ->check(CLI::IsMember({"autotune", "openai", "anthropic", "command", "replay", "agent"}));
   cmd->add_option("--llm-config", o->llm_config,
                   "JSON file with an \"llm\" section (docs/providers.md) for LLM providers")
       ->check(CLI::ExistingFile);
@@ -218,6 +221,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     session.reset();  // stops the worker
     json out = {{"campaign_id", cid},
                 {"finished", r.finished},
+                {"waiting", r.waiting},
                 {"stop_reason", r.stop_reason},
                 {"iterations_run", r.iterations_run},
                 {"best_candidate_id", opt_json(r.best_id)},
@@ -231,10 +235,11 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     if (o->json_out) {
       std::cout << out.dump(2) << '\n';
     } else {
-      std::cout << fmt::format("campaign {} {}: {}; best candidate {} at {:.1f} % of speed of light{}\n", cid,
-                               r.finished ? "finished" : "paused", r.stop_reason,
-                               r.best_id ? std::to_string(*r.best_id) : "none", 100 * r.best_sol,
-                               r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
+      std::cout << fmt::format(
+          "campaign {} {}: {}; best candidate {} at {:.1f} % of speed of light{}\n", cid,
+          r.finished ? "finished" : (r.waiting ? "is waiting" : "paused"), r.stop_reason,
+          r.best_id ? std::to_string(*r.best_id) : "none", 100 * r.best_sol,
+          r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
       if (out.contains("export")) std::cout << "exported to " << o->export_dir << '\n';
     }
     if (r.finished && r.stopped_on_error && provider != "autotune") status.code = exit_provider;

@@ -83,8 +83,8 @@ const std::vector<std::string_view>& flop_unit_names() noexcept {
 }
 
 const std::vector<std::string_view>& provider_names() noexcept {
-  static const std::vector<std::string_view> names = {"autotune", "openai", "anthropic", "command",
-                                                      "replay"};
+  static const std::vector<std::string_view> names = {"autotune", "openai", "anthropic",
+                                                      "command",  "replay", "agent"};
   return names;
 }
 

@@ -18,6 +18,7 @@
 #include "daemon/notify.hpp"
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
+#include "store/agent_submissions.hpp"
 #include "store/scheduling.hpp"
 
 namespace kopt::daemon {
@@ -78,7 +79,8 @@ std::optional<std::string> pending_request(store::store& db, store::row_id id) {
 std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
                                                              const std::string& provider) {
   campaign::session_options so;
-  if (provider != "autotune") {
+  // autotune and agent campaigns call no LLM: no provider section.
+  if (provider != "autotune" && provider != "agent") {
     auto it = cfg.providers.find(provider);
     if (it == cfg.providers.end()) return std::nullopt;
     so.llm_section = it->second;
@@ -206,7 +208,8 @@ void service::update_status(const std::string& state, const std::string& reason)
              {"steps", step_outcomes_},
              {"reloads", reloads_},
              {"spool", {{"accepted", spool_accepted_}, {"rejected", spool_rejected_}}},
-             {"limits", limits_j}};
+             {"limits", limits_j},
+             {"waiting_for_agent", waiting_}};
 }
 
 bool service::wait_signal(int timeout_ms) {
@@ -405,8 +408,9 @@ void service::run_step(step& s) {
     };
     try {
       const auto r = session.run(hooks);
-      outcome = "finished";
-      spdlog::info("campaign {} finished: {}", s.id, r.stop_reason);
+      outcome = r.waiting ? "waiting" : "finished";
+      spdlog::info("campaign {} {}: {}", s.id, r.waiting ? "is waiting" : "finished",
+                   r.stop_reason);
       record_step_success(db, s.id);
     } catch (const step_yield&) {
       outcome = "yield";
@@ -496,6 +500,13 @@ void service::tick(store::store& db) {
     spool_rejected_ += rep.rejected;
   }
   if (ready_) schedule(db);
+  {
+    json w = json::array();
+    for (const auto& [id, what] : store::waiting_campaigns(db))
+      w.push_back({{"campaign_id", id}, {"waiting_for", what}});
+    std::lock_guard lk(status_mu_);
+    waiting_ = std::move(w);
+  }
   update_status(ready_ ? "ready" : "starting", ready_ ? "" : pool_->not_ready_reason());
 }
 

@@ -86,6 +86,7 @@ class service {
 
   mutable std::mutex status_mu_;
   nlohmann::json status_;
+  nlohmann::json waiting_ = nlohmann::json::array();  // campaigns blocked on an agent (tick)
   std::map<std::string, std::int64_t> step_outcomes_;
   std::int64_t reloads_ = 0;
   std::int64_t spool_accepted_ = 0, spool_rejected_ = 0;

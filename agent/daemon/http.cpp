@@ -272,7 +272,8 @@ int http_api::start(const std::string& address, int port) {
           json h = {{"state", st.value("state", "starting")},
                     {"ready", st.value("ready", false)},
                     {"reason", st.value("reason", "")},
-                    {"pid", st.value("pid", 0)}};
+                    {"pid", st.value("pid", 0)},
+                    {"waiting_for_agent", st.value("waiting_for_agent", json::array())}};
           send_json(res, h, h["ready"].get<bool>() ? 200 : 503);
         }));
   s.Get("/metrics", guarded([this, reader](const httplib::Request&, httplib::Response& res) {

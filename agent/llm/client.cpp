@@ -70,7 +70,9 @@ completion llm_client::call(const request& r) {
     --in_flight_;
   }
   cv_.notify_one();
-  out.cost_usd = price_ ? cost_usd(out.tokens, *price_) : 0.0;
+  // The price table when there is one; else what the provider itself
+  // reported (an agent CLI that prints its cost, command.cpp).
+  if (price_) out.cost_usd = cost_usd(out.tokens, *price_);
   if (opts_.campaign_budget != nullptr) {
     opts_.campaign_budget->end(worst_tokens, worst_cost, out.tokens.total(), out.cost_usd);
   }

@@ -291,7 +291,35 @@ CREATE INDEX evaluations_by_workload ON evaluations(workload_id, status);
 CREATE INDEX evaluations_by_compilation ON evaluations(compilation_id);
 )sql";
 
-constexpr std::array<migration, 3> all_steps{{
+// Schema v4: agent-driven campaigns (provider "agent", docs/agents.md).
+// `agent_submissions` holds the candidates an external agent submitted (MCP
+// candidate_submit, `kopt propose`) until the campaign's next iteration takes
+// them: pending -> taken (with the iteration that took them and the content
+// key of the candidate row it became) or rejected. `campaigns.waiting_for`
+// says that a running campaign is blocked on someone outside kopt ("agent"),
+// so that the daemon does not step it until a submission arrives and `kopt
+// list` and /health can show it.
+constexpr std::string_view schema_v4 = R"sql(
+CREATE TABLE agent_submissions (
+  id             INTEGER PRIMARY KEY,
+  campaign_id    INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+  agent          TEXT NOT NULL,
+  candidate_json TEXT NOT NULL CHECK (json_valid(candidate_json)),
+  note           TEXT,
+  brief_hash     TEXT,
+  status         TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','taken','rejected')),
+  iteration      INTEGER,
+  candidate_key  TEXT,
+  error          TEXT,
+  created_at     INTEGER NOT NULL,
+  taken_at       INTEGER
+);
+CREATE INDEX agent_submissions_by_campaign ON agent_submissions(campaign_id, status, id);
+
+ALTER TABLE campaigns ADD COLUMN waiting_for TEXT;
+)sql";
+
+constexpr std::array<migration, 4> all_steps{{
     {1,
      "initial schema: operators, workloads, campaigns, iterations, candidates, "
      "compilations, evaluations, llm_calls, dropout_decisions, events",
@@ -304,6 +332,7 @@ constexpr std::array<migration, 3> all_steps{{
      "evaluations.status keeps every worker outcome: compile_timeout, rejected_format, "
      "reference_failed",
      schema_v3},
+    {4, "agent campaigns: agent_submissions, campaigns.waiting_for", schema_v4},
 }};
 
 std::string hex32(std::int64_t v) {

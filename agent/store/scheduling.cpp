@@ -38,6 +38,9 @@ std::vector<runnable_row> runnable_campaign_rows(store& db, std::int64_t now) {
       "SELECT id, team, priority, created_at FROM campaigns WHERE state IN ('queued','running') "
       "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> "
       "'eval' "
+      // A campaign waiting for an agent runs again when a submission arrives.
+      "AND (waiting_for IS NULL OR EXISTS (SELECT 1 FROM agent_submissions a WHERE a.campaign_id = "
+      "campaigns.id AND a.status = 'pending')) "
       "ORDER BY created_at, id");
   st.bind_all(now);
   std::vector<runnable_row> out;
