@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "campaign/types.hpp"
@@ -56,7 +58,10 @@ struct composed_prompt {
   std::string system, user, template_name;
   std::vector<std::string> present_items;
 };
-composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup);
+// `dropped` removes the templates' own optional blocks (e.g. "measurements").
+composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup,
+                               const std::set<std::string>& dropped = {},
+                               const std::string& template_name = {});
 
 class llm_source final : public candidate_source {
  public:

@@ -40,5 +40,6 @@ void register_eval(CLI::App& app, context& ctx,
                    exit_status& status);  // eval (needs the worker build)
 void register_bench(CLI::App& app, context& ctx,
                     exit_status& status);  // bench (needs the worker build)
+void register_agent(CLI::App& app, context& ctx, exit_status& status);  // mcp propose (mcp.cpp)
 
 }  // namespace kopt::cli

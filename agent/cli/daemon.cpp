@@ -77,6 +77,7 @@ Exit codes: 0 stopped cleanly, 1 invalid config or cannot start (lock held, port
     auto cfg = daemon::load_config(o->config);
     if (!ctx.db_flag.empty())
       std::cerr << "kopt: --db is ignored by kopt daemon (the config's database is used)\n";
+    for (const auto& w : daemon::config_warnings(cfg)) std::cerr << "kopt: WARNING: " << w << '\n';
     if (o->check) {
       print_json(cfg.to_json());
       return;

@@ -4,13 +4,16 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "campaign/session.hpp"
 #include "cli/context.hpp"
+#include "cli/progress.hpp"
 #include "config/operator.hpp"
 #include "runner/evaluation.hpp"
 #include "runner/record.hpp"
@@ -43,6 +46,8 @@ struct eval_options {
   // After timing, run each subject that passed under compute-sanitizer
   // (memcheck, racecheck, initcheck) on its smallest workload (docs/integrity.md).
   bool sanitize = false;
+  // Called as each workload's result arrives (progress reports: kopt mcp).
+  std::function<void(const std::string& workload)> on_workload_done;
 };
 
 void add_eval_options(CLI::App& cmd, eval_options& o);
@@ -62,9 +67,19 @@ std::vector<std::string> resolve_workloads(const config::operator_config& op, co
 // Finds configs/hardware/gpus.json (or the --peaks file).
 std::string find_peaks_file(const std::string& flag);
 
+// The campaign session's settings for `kopt run` (run.cpp): the
+// --llm-config file's "llm" section (or the whole file), kopt's own
+// knowledge base and templates, the peak table, the counters tier.
+campaign::session_options run_session_options(const std::string& provider,
+                                              const std::string& llm_config,
+                                              const eval_options& run, const std::string& counters);
+
 struct compile_check {
-  std::string role;
-  std::string status;  // ok, compile_error, timeout, crashed, rejected_integrity
+  std::string role;  // reference, baseline, seed, candidate, generator:<input>
+  // ok, compile_error, timeout, crashed, rejected_integrity, launch_error
+  // (the plan does not match the kernel's signature or exceeds the
+  // architecture's shared memory)
+  std::string status;
   std::string log;
   nlohmann::json meta;
 };
@@ -98,12 +113,14 @@ struct eval_outcome {
 };
 
 // ctx == nullptr: do not store. `stage` is recorded on every evaluation.
+// `progress`, when given, gets a step per workload evaluated.
 eval_outcome run_evaluation(const config::operator_config& op,
                             const std::vector<runner::subject_spec>& subjects,
                             const std::vector<std::string>& workloads, const eval_options& o,
                             const context* ctx, const std::string& stage,
                             std::optional<std::int64_t> campaign_id = std::nullopt,
-                            std::optional<std::int64_t> iteration_id = std::nullopt);
+                            std::optional<std::int64_t> iteration_id = std::nullopt,
+                            progress_meter* progress = nullptr);
 
 // Compile-only check of subjects (and the reference) for o.arch, through
 // isolated `kopt-worker compile` children. Works without a GPU.

@@ -8,9 +8,12 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "cli/shared.hpp"
+#include "cli/validators.hpp"
 #include "common/error.hpp"
 #include "report/data.hpp"
 #include "report/views.hpp"
+#include "store/agent_submissions.hpp"
 
 namespace kopt::cli {
 
@@ -26,16 +29,25 @@ std::string cost_pair(double spent, const std::optional<double>& limit) {
   return "$" + fmt_double(spent, 2) + (limit ? "/$" + fmt_double(*limit, 2) : "");
 }
 
-void print_campaign_table(const std::vector<store::campaign_record>& cs) {
+// `waiting`: campaigns blocked on someone outside kopt (an agent), shown in
+// the STATE column.
+void print_campaign_table(const std::vector<store::campaign_record>& cs,
+                          const std::map<store::row_id, std::string>& waiting = {}) {
+  // BEST is the score (weighted fraction of speed of light) of the best
+  // candidate, CAND its id.
   text_table t({"ID", "STATE", "PRI", "OPERATOR", "TEAM", "PROVIDER", "ITERS", "TOKENS", "COST",
-                "BEST", "CREATED"});
+                "BEST", "CAND", "CREATED"});
   for (const auto& c : cs) {
-    t.add({std::to_string(c.id), std::string(store::to_string(c.state)), std::to_string(c.priority),
-           c.operator_name, c.team.empty() ? "-" : c.team,
-           c.provider + (c.model.empty() ? "" : ":" + c.model),
+    const auto w = waiting.find(c.id);
+    const std::string state =
+        std::string(store::to_string(c.state)) + (w != waiting.end() && !store::is_terminal(c.state)
+                                                      ? " (waiting for " + w->second + ")"
+                                                      : "");
+    t.add({std::to_string(c.id), state, std::to_string(c.priority), c.operator_name,
+           c.team.empty() ? "-" : c.team, c.provider + (c.model.empty() ? "" : ":" + c.model),
            budget_pair(c.spent_iterations, c.budget.iterations), std::to_string(c.spent_tokens),
-           cost_pair(c.spent_cost_usd, c.budget.cost_usd), fmt_opt(c.best_candidate_id),
-           fmt_time(c.created_at)});
+           cost_pair(c.spent_cost_usd, c.budget.cost_usd), fmt_opt(c.best_score, 3),
+           fmt_opt(c.best_candidate_id), fmt_time(c.created_at)});
   }
   t.print(std::cout);
 }
@@ -55,6 +67,13 @@ json campaign_status_json(store::store& s, const store::campaign_record& c) {
   }
   auto last = s.events_of(c.id, 1);
   j["last_event"] = last.empty() ? json(nullptr) : to_json(last.back());
+  const auto waiting = store::campaign_waiting(s, c.id);
+  j["waiting_for"] = waiting ? json(*waiting) : json(nullptr);
+  if (c.provider == "agent") {
+    json subs = json::array();
+    for (const auto& a : store::agent_submissions_of(s, c.id)) subs.push_back(a.to_json());
+    j["agent_submissions"] = subs;
+  }
   return j;
 }
 
@@ -110,8 +129,10 @@ void register_list(CLI::App& app, context& ctx) {
   cmd->footer("Example: kopt list --state running --json");
   cmd->callback([opts, &ctx] {
     std::vector<store::campaign_record> cs;
+    std::map<store::row_id, std::string> waiting;
     try {
       store::store s = ctx.open_reader();
+      waiting = store::waiting_campaigns(s);
       cs = s.list_campaigns(
           opts->state.empty() ? std::nullopt : store::parse_campaign_state(opts->state),
           opts->team.empty() ? std::nullopt : std::optional<std::string>(opts->team),
@@ -122,12 +143,18 @@ void register_list(CLI::App& app, context& ctx) {
     }
     if (opts->json) {
       json arr = json::array();
-      for (const auto& c : cs) arr.push_back(to_json(c));
+      for (const auto& c : cs) {
+        json j = to_json(c);
+        const auto w = waiting.find(c.id);
+        j["waiting_for"] =
+            w != waiting.end() && !store::is_terminal(c.state) ? json(w->second) : json(nullptr);
+        arr.push_back(std::move(j));
+      }
       print_json(arr);
     } else if (cs.empty()) {
       std::cerr << "kopt: no campaigns\n";
     } else {
-      print_campaign_table(cs);
+      print_campaign_table(cs, waiting);
     }
   });
 }
@@ -168,7 +195,7 @@ void register_status(CLI::App& app, context& ctx) {
       json arr = json::array();
       for (const auto& c : active) arr.push_back(to_json(c));
       print_json({{"database", s.path()},
-                  {"schema_version", s.db().pragma_int("user_version")},
+                  {"schema_version", s.file_schema_version()},
                   {"campaigns", counts},
                   {"active", arr}});
     } else {
@@ -227,7 +254,7 @@ void show_campaign(store::store& s, const show_options& o) {
   std::cout << "\n\nworkloads\n";
   text_table wt({"ID", "KEY", "WEIGHT", "AXES"});
   for (const auto& w : workloads) {
-    wt.add({std::to_string(w.id), w.key, fmt_double(w.weight, 3), w.axes.dump()});
+    wt.add({std::to_string(w.id), w.key, fmt_sig(w.weight, 4), w.axes.dump()});
   }
   wt.print(std::cout);
   if (!events.empty()) {
@@ -304,9 +331,25 @@ void print_llm_calls(const json& r) {
     std::cout << "\nLLM call " << c["id"] << " (" << c.value("provider", "") << " / " << c.value("model", "") << ", "
               << c.value("status", "") << ", " << c["prompt_tokens"] << "+" << c["completion_tokens"] << " tokens, $"
               << fmt_double(c.value("cost_usd", 0.0), 4) << ")"
-              << (link == "iteration" ? ": a call of this candidate's iteration (not linked to one candidate)" : "")
-              << "\n--- prompt\n" << c.value("prompt", "") << "\n--- response\n"
-              << (c["response"].is_string() ? c["response"].get<std::string>() : std::string("(none)")) << '\n';
+              << (link == "iteration"
+                      ? ": a call of this candidate's iteration (not linked to one candidate)"
+                      : "")
+              << '\n';
+    // The prompt is stored as {"system": ..., "messages": [...]}: print
+    // each part as the model saw it; anything else as stored.
+    const json pj = json::parse(c.value("prompt", ""), nullptr, false);
+    if (pj.is_object() && pj.contains("messages")) {
+      if (!pj.value("system", "").empty())
+        std::cout << "--- system\n" << pj.value("system", "") << '\n';
+      for (const auto& m : pj.at("messages"))
+        std::cout << "--- " << m.value("role", "user") << '\n' << m.value("content", "") << '\n';
+    } else {
+      std::cout << "--- prompt\n" << c.value("prompt", "") << '\n';
+    }
+    std::cout << "--- answer\n"
+              << (c["response"].is_string() ? c["response"].get<std::string>()
+                                            : std::string("(none)"))
+              << '\n';
   }
 }
 
@@ -316,19 +359,17 @@ void show_candidate(store::store& s, const show_options& o) {
   const auto compilations = s.compilations_of(cand->id);
   const auto evaluations = s.evaluations_of(cand->id);
   if (o.json) {
-    json j = to_json(*cand, /*with_source=*/true);
-    j["compilations"] = json::array();
-    for (const auto& k : compilations) j["compilations"].push_back(to_json(k));
-    j["evaluations"] = json::array();
-    for (const auto& e : evaluations) j["evaluations"].push_back(to_json(e));
-    j["research"] = candidate_research(s, *cand);
-    print_json(j);
+    print_json(candidate_show_json(s, o.id));
     return;
   }
   const json research = candidate_research(s, *cand);
   std::cout << "candidate " << cand->id << " [" << store::to_string(cand->origin)
             << "] of campaign " << cand->campaign_id << '\n';
-  std::cout << "  iteration    " << fmt_opt(cand->iteration_id) << '\n';
+  // The iteration's number in its campaign (as in `kopt log`), not its row id.
+  if (research["iteration"].is_object() && research["iteration"]["number"].is_number())
+    std::cout << "  iteration    " << research["iteration"]["number"].get<std::int64_t>() << '\n';
+  else
+    std::cout << "  iteration    -" << (cand->iteration_id ? "" : " (setup)") << '\n';
   std::cout << "  parent       " << fmt_opt(cand->parent_id) << '\n';
   if (cand->provider) {
     std::cout << "  provider     " << *cand->provider << (cand->model ? " / " + *cand->model : "")
@@ -375,7 +416,7 @@ void register_show(CLI::App& app, context& ctx) {
   auto co = std::make_shared<show_options>();
   CLI::App* campaign = show->add_subcommand(
       "campaign", "A campaign: state, budgets, operator, workloads, candidates, recent events");
-  campaign->add_option("id", co->id, "campaign id")->required()->check(CLI::PositiveNumber);
+  campaign->add_option("id", co->id, "campaign id")->required()->check(positive_id("campaign id"));
   campaign->add_option("--events", co->events, "how many recent events to show")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -390,7 +431,9 @@ void register_show(CLI::App& app, context& ctx) {
   auto ko = std::make_shared<show_options>();
   CLI::App* candidate = show->add_subcommand(
       "candidate", "A candidate: source, launch plan, compilations, per-workload evaluations");
-  candidate->add_option("id", ko->id, "candidate id")->required()->check(CLI::PositiveNumber);
+  candidate->add_option("id", ko->id, "candidate id")
+      ->required()
+      ->check(positive_id("candidate id"));
   candidate->add_flag("--json", ko->json, "print JSON on stdout (source included)");
   candidate->callback([ko, &ctx] {
     store::store s = ctx.open_reader();
@@ -404,6 +447,28 @@ struct log_options {
   std::int64_t campaign = 0;
   bool json = false;
 };
+
+// `kopt log --json`: the store's iteration summaries with the researcher's
+// columns (kopt::report) merged in.
+json log_json_of(const store::campaign_record& c, const std::vector<store::iteration_summary>& rows,
+                 const std::map<std::int64_t, const json*>& by_number) {
+  json arr = json::array();
+  for (const auto& r : rows) {
+    json j = to_json(r);
+    if (auto f = by_number.find(r.iteration.number); f != by_number.end()) {
+      const json& e = *f->second;
+      j["candidate_ids"] = e["candidates"];
+      j["outcome_classes"] = e["outcomes"];
+      j["best_full_candidate_id"] = e["best_candidate_id"];
+      j["best_sol_fraction"] = e["best_sol_fraction"];
+      for (const char* k : {"incumbent_id", "incumbent_sol_fraction", "promoted", "gain", "dropout",
+                            "escalations", "elapsed_s", "tokens", "cost_usd"})
+        j[k] = e[k];
+    }
+    arr.push_back(std::move(j));
+  }
+  return {{"campaign_id", c.id}, {"state", store::to_string(c.state)}, {"iterations", arr}};
+}
 
 void register_log(CLI::App& app, context& ctx) {
   auto opts = std::make_shared<log_options>();
@@ -431,23 +496,7 @@ void register_log(CLI::App& app, context& ctx) {
     std::map<std::int64_t, const json*> by_number;
     for (const auto& e : extra) by_number[e["number"].get<std::int64_t>()] = &e;
     if (opts->json) {
-      json arr = json::array();
-      for (const auto& r : rows) {
-        json j = to_json(r);
-        if (auto f = by_number.find(r.iteration.number); f != by_number.end()) {
-          const json& e = *f->second;
-          j["candidate_ids"] = e["candidates"];
-          j["outcome_classes"] = e["outcomes"];
-          j["best_full_candidate_id"] = e["best_candidate_id"];
-          j["best_sol_fraction"] = e["best_sol_fraction"];
-          for (const char* k : {"incumbent_id", "incumbent_sol_fraction", "promoted", "gain", "dropout",
-                                "escalations", "elapsed_s", "tokens", "cost_usd"})
-            j[k] = e[k];
-        }
-        arr.push_back(std::move(j));
-      }
-      print_json(
-          {{"campaign_id", c.id}, {"state", store::to_string(c.state)}, {"iterations", arr}});
+      print_json(log_json_of(c, rows, by_number));
       return;
     }
     if (rows.empty()) {
@@ -506,6 +555,32 @@ void register_inspect(CLI::App& app, context& ctx, exit_status& /*status*/) {
   register_status(app, ctx);
   register_show(app, ctx);
   register_log(app, ctx);
+}
+
+json campaign_status_json(store::store& s, store::row_id campaign_id) {
+  return campaign_status_json(s, need_campaign(s, campaign_id));
+}
+
+json campaign_log_json(store::store& s, store::row_id campaign_id) {
+  const auto c = need_campaign(s, campaign_id);
+  const auto rows = s.iteration_summaries(c.id);
+  const json extra = report::log_json(report::load_campaign(s, c.id));
+  std::map<std::int64_t, const json*> by_number;
+  for (const auto& e : extra) by_number[e["number"].get<std::int64_t>()] = &e;
+  return log_json_of(c, rows, by_number);
+}
+
+json candidate_show_json(store::store& s, store::row_id candidate_id) {
+  auto cand = s.find_candidate(candidate_id);
+  if (!cand)
+    throw not_found_error("no candidate " + std::to_string(candidate_id) + " in " + s.path());
+  json j = to_json(*cand, /*with_source=*/true);
+  j["compilations"] = json::array();
+  for (const auto& k : s.compilations_of(cand->id)) j["compilations"].push_back(to_json(k));
+  j["evaluations"] = json::array();
+  for (const auto& e : s.evaluations_of(cand->id)) j["evaluations"].push_back(to_json(e));
+  j["research"] = candidate_research(s, *cand);
+  return j;
 }
 
 }  // namespace kopt::cli

@@ -11,7 +11,10 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "campaign/session.hpp"
+#include "cli/shared.hpp"
 #include "common/error.hpp"
+#include "config/operator.hpp"
 #include "kb/index.hpp"
 #include "kb/library.hpp"
 
@@ -61,13 +64,7 @@ json diagnostic_json(const kb::diagnostic& d) {
 }
 
 kb::load_result load(const kb_options& o) {
-  std::vector<fs::path> extra(o.dirs.begin(), o.dirs.end());
-  const auto dirs = kb::directories(extra, !o.no_builtin);
-  if (dirs.empty())
-    throw kopt::not_found_error(
-        "no knowledge-base directory: kopt's own techniques were not found (set $KOPT_DATA_DIR) "
-        "and no --kb-dir was given");
-  return kb::load_directories(dirs);
+  return load_knowledge_base(o.dirs, o.no_builtin);
 }
 
 // For search and show a broken document is skipped, not fatal: say so.
@@ -78,25 +75,7 @@ void report_skipped(const kb::load_result& r) {
 }
 
 json document_json(const kb::document& d) {
-  json sections = json::array();
-  for (const auto& s : d.sections)
-    sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
-  json refs = json::array();
-  for (const auto& r : d.references) refs.push_back(r.target);
-  json j{{"id", d.id},         {"kind", kb::kind_name(d.kind)}, {"title", d.title},     {"bottlenecks", d.bottlenecks},
-         {"operators", d.operators}, {"arch", d.arch}, {"tags", d.tags},
-         {"file", d.file},     {"content_hash", d.content_hash},
-         {"references", refs}, {"sections", sections}};
-  if (d.is_reference()) {
-    j["config"] = d.config;
-    j["config_path"] = d.config_path;
-  }
-  if (d.ex)
-    j["example"] = json{{"source", d.ex->source},
-                        {"plan", d.ex->plan},
-                        {"defaults", d.ex->defaults},
-                        {"kernels", d.ex->kernels}};
-  return j;
+  return kb_document_json(d);
 }
 
 void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
@@ -136,14 +115,11 @@ void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
     for (const auto& t : o->text) q.text += (q.text.empty() ? "" : " ") + t;
     q.budget_tokens = o->budget;
     q.max_documents = o->limit;
-    const kb::retrieval r = idx.retrieve(q);
     if (o->json_out) {
-      json j = r.to_json();
-      j["query"] = json{{"bottlenecks", q.bottlenecks}, {"operator", q.operator_class},
-                        {"arch", q.arch},               {"text", q.text}};
-      print_json(j);
+      print_json(kb_search_json(idx, q));
       return;
     }
+    const kb::retrieval r = idx.retrieve(q);
     if (r.snippets.empty()) {
       std::cerr << "kopt: no document matches\n";
       return;
@@ -172,6 +148,10 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
   CLI::App* cmd = group.add_subcommand("show", "Print one knowledge-base document");
   cmd->add_option("id", o->id, "document id (file name without .md)")->required();
   cmd->add_flag("--json", o->json_out, "print the parsed document as JSON");
+  cmd->footer(
+      "Ids are file names without .md; 'kopt kb search' lists them.\n"
+      "Examples:\n  kopt kb search -o gemm cp.async\n  kopt kb show <id>\n"
+      "  kopt kb show <id> --json");
   cmd->callback([o] {
     const kb::load_result lr = load(*o);
     report_skipped(lr);
@@ -274,10 +254,10 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
                    {"workloads", sum.rows.size()},
                    {"ok", sum.ok},
                    {"weighted_sol_fraction", sum.weighted_sol_fraction}};
-    if (sum.overall_status != "ok" && rc.problem.empty()) {
-      rc.problem = role + " kernel: " + sum.overall_status;
+    if (sum.overall_status != protocol::outcome::ok && rc.problem.empty()) {
+      rc.problem = role + " kernel: " + std::string(protocol::to_string(sum.overall_status));
       for (const auto& r : sum.rows)
-        if (r.status != "ok") {
+        if (r.status != protocol::outcome::ok) {
           rc.problem += " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
           break;
         }
@@ -424,6 +404,59 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
 
 }  // namespace
 
+kb::load_result load_knowledge_base(const std::vector<std::string>& dirs, bool no_builtin) {
+  std::vector<fs::path> extra(dirs.begin(), dirs.end());
+  const auto found = kb::directories(extra, !no_builtin);
+  if (found.empty())
+    throw kopt::not_found_error(
+        "no knowledge-base directory: kopt's own techniques were not found (set $KOPT_DATA_DIR) "
+        "and no --kb-dir was given");
+  return kb::load_directories(found);
+}
+
+json kb_document_json(const kb::document& d) {
+  json sections = json::array();
+  for (const auto& s : d.sections)
+    sections.push_back(json{{"name", s.name}, {"line", s.line}, {"text", s.text}});
+  json refs = json::array();
+  for (const auto& r : d.references) refs.push_back(r.target);
+  json j{{"id", d.id},
+         {"kind", kb::kind_name(d.kind)},
+         {"title", d.title},
+         {"bottlenecks", d.bottlenecks},
+         {"operators", d.operators},
+         {"arch", d.arch},
+         {"tags", d.tags},
+         {"file", d.file},
+         {"content_hash", d.content_hash},
+         {"references", refs},
+         {"sections", sections}};
+  if (d.is_reference()) {
+    j["config"] = d.config;
+    j["config_path"] = d.config_path;
+  }
+  if (d.ex)
+    j["example"] = json{{"source", d.ex->source},
+                        {"plan", d.ex->plan},
+                        {"defaults", d.ex->defaults},
+                        {"kernels", d.ex->kernels}};
+  return j;
+}
+
+json kb_search_json(const kb::index& idx, const kb::query& q) {
+  json j = idx.retrieve(q).to_json();
+  j["query"] = json{{"bottlenecks", q.bottlenecks},
+                    {"operator", q.operator_class},
+                    {"arch", q.arch},
+                    {"text", q.text}};
+  return j;
+}
+
+// One place for the mapping: the campaign session's.
+std::string kb_operator_class(const config::operator_config& op) {
+  return campaign::kb_operator_class(op);
+}
+
 void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
   auto o = std::make_shared<kb_options>();
   CLI::App* group = app.add_subcommand("kb", "Knowledge base: search, show and lint technique documents");
@@ -433,6 +466,10 @@ void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
                  "extra directory of documents (repeatable; added to kopt's own)")
       ->type_name("DIR");
   group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own documents (techniques and references)");
+  group->footer(
+      "Examples:\n  kopt kb search --bottleneck latency-bound --operator gemm cp.async\n"
+      "  kopt kb show <id>\n  kopt kb lint --kb-dir my-techniques/\n"
+      "Operator classes and how a config's op_type maps to one: docs/knowledge-base.md.");
   add_search(*group, o);
   add_show(*group, o);
   add_lint(*group, o, status);

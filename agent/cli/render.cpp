@@ -1,5 +1,7 @@
 #include "cli/render.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -168,7 +170,8 @@ json to_json(const store::event_record& e) {
 }
 
 void print_json(const json& j) {
-  std::cout << j.dump(2) << '\n';
+  // replace: a stray invalid byte must not turn a report into an internal error.
+  std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 std::string fmt_opt(const std::optional<std::int64_t>& v) {
@@ -176,13 +179,17 @@ std::string fmt_opt(const std::optional<std::int64_t>& v) {
 }
 
 std::string fmt_double(double v, int digits) {
-  char buf[64];
-  const int n = std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
+  // fmt sizes its own buffer: "%f" of a large double has hundreds of digits
+  // (1e300 -> 301), more than any fixed buffer one would pick here.
+  return fmt::format("{:.{}f}", v, std::clamp(digits, 0, 17));
 }
 
 std::string fmt_opt(const std::optional<double>& v, int digits) {
   return v ? fmt_double(*v, digits) : "-";
+}
+
+std::string fmt_sig(double v, int digits) {
+  return fmt::format("{:.{}g}", v, digits);
 }
 
 std::string fmt_time(std::int64_t unix_ms) {

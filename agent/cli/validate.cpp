@@ -6,11 +6,24 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "cli/shared.hpp"
+#include "common/text.hpp"
 #include "config/operator.hpp"
 
 namespace kopt::cli {
 
 namespace {
+
+std::string plural(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+struct validate_options {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+}  // namespace
 
 nlohmann::json diagnostic_json(const config::diagnostic& d) {
   return nlohmann::json{
@@ -24,16 +37,26 @@ nlohmann::json diagnostic_json(const config::diagnostic& d) {
   };
 }
 
-std::string plural(std::size_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+nlohmann::json validation_json(const std::string& file, const config::load_result& r) {
+  std::size_t errors = 0, warnings = 0;
+  nlohmann::json diags = nlohmann::json::array();
+  for (const auto& d : r.diagnostics) {
+    (d.level == config::diagnostic::severity::error ? errors : warnings) += 1;
+    diags.push_back(diagnostic_json(d));
+  }
+  nlohmann::json entry{{"file", printable_utf8(file)},
+                       {"valid", r.ok()},
+                       {"errors", errors},
+                       {"warnings", warnings},
+                       {"diagnostics", diags}};
+  if (r.ok()) {
+    entry["operator"] = r.op->name;
+    entry["op_type"] = r.op->op_type;
+    entry["workloads"] = r.op->workloads.size();
+    entry["content_hash"] = r.op->content_hash();
+  }
+  return entry;
 }
-
-struct validate_options {
-  std::vector<std::string> files;
-  bool json = false;
-};
-
-}  // namespace
 
 void register_validate(CLI::App& app, context& /*ctx*/, exit_status& status) {
   auto opts = std::make_shared<validate_options>();
@@ -50,30 +73,14 @@ void register_validate(CLI::App& app, context& /*ctx*/, exit_status& status) {
     for (const std::string& file : opts->files) {
       const config::load_result r = config::load_operator_file(file);
       std::size_t errors = 0, warnings = 0;
-      nlohmann::json diags = nlohmann::json::array();
       for (const auto& d : r.diagnostics) {
         (d.level == config::diagnostic::severity::error ? errors : warnings) += 1;
-        if (opts->json) {
-          diags.push_back(diagnostic_json(d));
-        } else {
-          std::cerr << d.to_string() << '\n';
-        }
+        if (!opts->json) std::cerr << d.to_string() << '\n';
       }
       const bool ok = r.ok();
       if (!ok) ++invalid;
       if (opts->json) {
-        nlohmann::json entry{{"file", file},
-                             {"valid", ok},
-                             {"errors", errors},
-                             {"warnings", warnings},
-                             {"diagnostics", diags}};
-        if (ok) {
-          entry["operator"] = r.op->name;
-          entry["op_type"] = r.op->op_type;
-          entry["workloads"] = r.op->workloads.size();
-          entry["content_hash"] = r.op->content_hash();
-        }
-        report.push_back(std::move(entry));
+        report.push_back(validation_json(file, r));
       } else if (ok) {
         std::cout << file << ": valid (operator " << r.op->name << ", " << r.op->workloads.size()
                   << " workloads" << (warnings != 0 ? ", " + plural(warnings, "warning") : "")

@@ -218,40 +218,10 @@ std::optional<candidate> parse_candidate(context& ctx, const json& j, const jpat
     }
   } else if (auto f = r.string("source_file")) {
     c.source_file = *f;
-    std::filesystem::path fp(*f);
-    // Messages name the file as written, so they read the same wherever
-    // the config is loaded from.
-    const std::string shown =
-        quote(*f) + (fp.is_relative() ? " (relative to the config's directory)" : "");
-    if (fp.is_relative()) fp = base_dir / fp;
-    std::error_code ec;
-    if (f->empty()) {
-      ctx.error(r.path("source_file"), "source_file is empty");
+    if (auto text = read_source_file(ctx, r.path("source_file"), *f, base_dir))
+      c.source = std::move(*text);
+    else
       ok = false;
-    } else if (!std::filesystem::exists(fp, ec)) {
-      ctx.error(r.path("source_file"), "source file " + shown + " does not exist");
-      ok = false;
-    } else if (!std::filesystem::is_regular_file(fp, ec)) {
-      ctx.error(r.path("source_file"), "source file " + shown + " is not a regular file");
-      ok = false;
-    } else {
-      std::ifstream in(fp, std::ios::binary);
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      if (!in.good() && !in.eof()) {
-        ctx.error(r.path("source_file"), "cannot read source file " + shown);
-        ok = false;
-      } else if (!in.is_open()) {
-        ctx.error(r.path("source_file"), "cannot open source file " + shown);
-        ok = false;
-      } else {
-        c.source = buf.str();
-        if (c.source.find_first_not_of(" \t\r\n") == std::string::npos) {
-          ctx.error(r.path("source_file"), "source file " + shown + " is empty");
-          ok = false;
-        }
-      }
-    }
   } else {
     ok = false;
   }
@@ -592,7 +562,7 @@ struct eval_scope {
 }  // namespace
 
 void check_candidate_workloads(context& ctx, const candidate& c, const jpath& p,
-                               const operator_config& op) {
+                               const operator_config& op, bool oversized_shared_is_error) {
   const auto params = c.default_parameters();
   constexpr std::int64_t max_shared = 232448;  // 227 KiB: H100/H200 opt-in maximum
   for (const auto& w : op.workloads) {
@@ -665,6 +635,12 @@ void check_candidate_workloads(context& ctx, const candidate& c, const jpath& p,
       if (auto v = s.eval(ip / "shared_bytes", l.shared_bytes)) {
         if (*v < 0)
           s.fail(ip / "shared_bytes", "shared_bytes = " + std::to_string(*v) + " is negative");
+        else if (*v > max_shared && oversized_shared_is_error)
+          // No GPU gives a block more (sm_90 and sm_100 opt-in maximum), so
+          // this launch can only fail: an error now, not on the GPU later.
+          s.fail(ip / "shared_bytes", "shared_bytes = " + std::to_string(*v) +
+                                          " exceeds 232448 (227 KiB, the largest opt-in shared "
+                                          "memory per block of any target, sm_90 included)");
         else if (*v > max_shared)
           ctx.warning(ip / "shared_bytes", "workload " + quote(w.id) + ": shared_bytes = " +
                                                std::to_string(*v) +

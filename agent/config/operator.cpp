@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/hash.hpp"
+#include "common/text.hpp"
 #include "config/detail/context.hpp"
 #include "config/detail/json_locator.hpp"
 #include "config/detail/validate.hpp"
@@ -86,8 +87,8 @@ const std::vector<std::string_view>& flop_unit_names() noexcept {
 }
 
 const std::vector<std::string_view>& provider_names() noexcept {
-  static const std::vector<std::string_view> names = {"autotune", "openai", "anthropic", "command",
-                                                      "replay"};
+  static const std::vector<std::string_view> names = {"autotune", "openai", "anthropic",
+                                                      "command",  "replay", "agent"};
   return names;
 }
 
@@ -178,12 +179,17 @@ nlohmann::json operator_config::snapshot() const {
   json j;
   j["name"] = name;
   j["op_type"] = op_type;
+  if (!kb_class.empty()) j["kb_class"] = kb_class;  // only when set: hashes stay
   j["description"] = description;
   j["tags"] = tags;
   json axes_j = json::object();
   for (const auto& a : axes) {
-    json aj = {{"type", a.is_const ? "const" : "var"}, {"description", a.description}};
+    json aj = {{"type", a.is_const    ? "const"
+                        : a.is_expr() ? "expr"
+                                      : "var"},
+               {"description", a.description}};
     if (a.is_const) aj["value"] = a.value;
+    if (a.is_expr()) aj["expression"] = a.expression;
     axes_j[a.name] = std::move(aj);
   }
   j["axes"] = std::move(axes_j);
@@ -215,9 +221,12 @@ nlohmann::json operator_config::snapshot() const {
     json sc = json::object();
     for (const auto& [k, v] : w.scalars) sc[k] = v;
     wj["scalars"] = std::move(sc);
+    // Only when set, so that configs without it keep their content hash.
+    if (w.tol) wj["tolerance"] = tolerance_json(*w.tol);
     wl.push_back(std::move(wj));
   }
   j["workloads"] = std::move(wl);
+  if (!constraints.empty()) j["constraints"] = constraints;
   j["reference"] = reference.to_json();
   if (baseline) j["baseline"] = baseline->to_json();
   if (seed) j["seed"] = seed->to_json();
@@ -314,6 +323,14 @@ std::optional<json> parse_json(std::string_view text, detail::context& ctx,
     d.message = std::string("JSON syntax error: ") + e.what();
     ctx.add(d);
     return std::nullopt;
+  } catch (const json::exception& e) {
+    // Anything else nlohmann refuses (out_of_range and the like) is still a
+    // problem of the file, never an internal error.
+    diagnostic d;
+    d.file = label;
+    d.message = std::string("cannot read the JSON document: ") + e.what();
+    ctx.add(d);
+    return std::nullopt;
   }
 }
 
@@ -335,8 +352,8 @@ bool read_file(const std::filesystem::path& file, std::string& out, std::string&
 
 diagnostic file_problem(const std::filesystem::path& file, const std::string& why) {
   diagnostic d;
-  d.file = file.string();
-  d.message = "cannot read " + file.string() + ": " + why;
+  d.file = printable_utf8(file.string());
+  d.message = "cannot read " + d.file + ": " + why;
   return d;
 }
 
@@ -348,10 +365,10 @@ std::filesystem::path dir_of(const std::filesystem::path& file) {
 }  // namespace
 
 load_result load_operator_text(std::string_view text, const std::string& file_label,
-                               const std::filesystem::path& base_dir) {
+                               const std::filesystem::path& base_dir, const file_policy& policy) {
   load_result result;
   detail::json_locator loc(text);
-  detail::context ctx(file_label, &loc);
+  detail::context ctx(file_label, &loc, &policy);
   auto doc = parse_json(text, ctx, loc, file_label);
   if (doc) {
     auto op = detail::parse_operator(ctx, *doc, base_dir, &loc);
@@ -362,7 +379,7 @@ load_result load_operator_text(std::string_view text, const std::string& file_la
   return result;
 }
 
-load_result load_operator_file(const std::filesystem::path& file) {
+load_result load_operator_file(const std::filesystem::path& file, const file_policy& policy) {
   std::string text, why;
   if (std::error_code ec; std::filesystem::is_directory(file, ec)) {
     load_result r;
@@ -374,7 +391,9 @@ load_result load_operator_file(const std::filesystem::path& file) {
     r.diagnostics.push_back(file_problem(file, why));
     return r;
   }
-  load_result r = load_operator_text(text, file.string(), dir_of(file));
+  // The label goes into diagnostics, which --json prints: a file name that
+  // is not UTF-8 is shown with \xNN escapes.
+  load_result r = load_operator_text(text, printable_utf8(file.string()), dir_of(file), policy);
   if (r.op) r.op->file = file;
   return r;
 }
@@ -388,7 +407,8 @@ candidate_result load_candidate_text(std::string_view text, const std::string& f
   if (auto doc = parse_json(text, ctx, loc, file_label)) {
     const detail::jpath root;
     auto c = detail::parse_candidate(ctx, *doc, root, op, base_dir);
-    if (c) detail::check_candidate_workloads(ctx, *c, root, op);
+    if (c)
+      detail::check_candidate_workloads(ctx, *c, root, op, /*oversized_shared_is_error=*/false);
     if (c && !ctx.failed()) result.cand = std::move(c);
   }
   result.diagnostics = ctx.take();
@@ -403,7 +423,7 @@ candidate_result load_candidate_file(const std::filesystem::path& file, const op
     r.diagnostics.push_back(file_problem(file, why));
     return r;
   }
-  return load_candidate_text(text, file.string(), dir_of(file), op);
+  return load_candidate_text(text, printable_utf8(file.string()), dir_of(file), op);
 }
 
 // ---------------------------------------------------------------- evaluation
@@ -415,6 +435,23 @@ std::map<std::string, std::int64_t, std::less<>> workload_names(
   for (const auto& a : op.axes)
     if (a.is_const) names[a.name] = a.value;
   for (const auto& [k, v] : w.axes) names[k] = v;
+  // Expr axes may refer to each other: resolve in passes until none is left
+  // or a pass makes no progress (a cycle or an unknown name).
+  std::vector<const axis*> pending;
+  for (const auto& a : op.axes)
+    if (a.is_expr()) pending.push_back(&a);
+  while (!pending.empty()) {
+    std::vector<const axis*> next;
+    for (const axis* a : pending) {
+      try {
+        names[a->name] = expr::evaluate(a->expression, expr::map_resolver(names));
+      } catch (const expr::expr_error&) {
+        next.push_back(a);
+      }
+    }
+    if (next.size() == pending.size()) break;
+    pending = std::move(next);
+  }
   for (const auto& [k, v] : parameters) names[k] = v;
   return names;
 }

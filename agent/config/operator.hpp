@@ -55,6 +55,11 @@ struct axis {
   bool is_const = false;      // "type": "const" (value fixed) or "var" (per workload)
   std::int64_t value = 0;     // for const axes
   std::string description;
+  // "type": "expr" (SOL-ExecBench): the value is this expression over other
+  // axes, evaluated per workload (e.g. "head_dim // 2"). Empty otherwise.
+  std::string expression;
+  bool is_expr() const noexcept { return !expression.empty(); }
+  bool is_var() const noexcept { return !is_const && expression.empty(); }
 };
 
 // A scalar parameter of the operator (e.g. eps), passed to kernels by value.
@@ -137,6 +142,9 @@ struct workload {
   // verify and reported separately, so that a model cannot fit the shapes
   // it is scored on (docs/campaign.md, "Private workloads").
   bool is_private = false;
+  // Per-workload correctness bounds (SOL-ExecBench's `tolerance`): when set,
+  // they replace the operator's and the tensors' for this workload.
+  std::optional<tolerance> tol;
 };
 
 // One kernel launch of a candidate's launch plan.
@@ -217,6 +225,9 @@ struct campaign_settings {
 struct operator_config {
   std::string name;
   std::string op_type;
+  // The knowledge base's operator class (docs/knowledge-base.md), when the
+  // op_type rules do not give the right one; empty: derived from op_type.
+  std::string kb_class;
   std::string description;
   std::vector<std::string> tags;
   std::vector<axis> axes;
@@ -224,6 +235,9 @@ struct operator_config {
   std::vector<tensor> inputs;
   std::vector<tensor> outputs;
   std::vector<workload> workloads;
+  // Conditions every workload must meet, over axes and integer scalars
+  // (expr::condition syntax, e.g. "hidden % 128 == 0"); checked at load.
+  std::vector<std::string> constraints;
   tolerance tol;
   integrity_settings integ;
   roofline roof;
@@ -266,11 +280,25 @@ struct load_result {
   bool ok() const noexcept { return op.has_value(); }
 };
 
+// Which files a config's "source_file" fields may read. A config is data
+// that ends up in the store (and in `kopt show --json`), so reading a file
+// is publishing it: the spool confines a team's configs to its own spool
+// directory, and no config may read a file kopt uses as an API key file.
+struct file_policy {
+  // Set: every source file must resolve, after symlinks, inside this
+  // directory (the team's spool directory).
+  std::filesystem::path confine_to;
+  // Never read, also not through a symlink or a hard link (compared by
+  // device and inode): the api_key_file of every provider kopt knows.
+  std::vector<std::filesystem::path> key_files;
+};
+
 // Reads, parses and validates. Relative source files resolve against the
 // config's directory.
-load_result load_operator_file(const std::filesystem::path& file);
+load_result load_operator_file(const std::filesystem::path& file, const file_policy& policy = {});
 load_result load_operator_text(std::string_view text, const std::string& file_label,
-                               const std::filesystem::path& base_dir);
+                               const std::filesystem::path& base_dir,
+                               const file_policy& policy = {});
 // A candidate on its own (an LLM answer, `kopt eval --candidate FILE`),
 // validated against the operator it is for (tensor names, kernel args,
 // expressions' names, parameter defaults).
@@ -284,8 +312,10 @@ candidate_result load_candidate_text(std::string_view text, const std::string& f
                                      const std::filesystem::path& base_dir,
                                      const operator_config& op);
 
-// Resolve the names of one workload for expression evaluation: axes (const
-// and var) plus, when given, parameter values.
+// Resolve the names of one workload for expression evaluation: axes (const,
+// var and expr, the last evaluated in order of their dependencies) plus,
+// when given, parameter values. An expr axis that cannot be evaluated is
+// left out (validation reports it).
 std::map<std::string, std::int64_t, std::less<>> workload_names(
     const operator_config& op, const workload& w,
     const std::map<std::string, std::int64_t, std::less<>>& parameters = {});

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "config/detail/json_locator.hpp"
 #include "llm/provider.hpp"
 
 namespace kopt::daemon {
@@ -96,7 +97,7 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
     throw kopt::config_error("daemon config " + label + ": must be a JSON object");
   reader r(j, "", label);
   r.only({"state_dir", "database", "spool_dir", "gpus", "evaluator", "worker", "fake", "providers",
-          "limits", "http", "log", "$comment"});
+          "knowledge_base", "prompts_dir", "limits", "http", "log", "$comment"});
   daemon_config c;
   c.file = file;
   // Relative paths are relative to the config file, so that a config and its
@@ -136,7 +137,8 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
 
   const reader w = r.sub("worker");
   w.only({"exe", "launch_prefix", "cache_dir", "hello_timeout_s", "silence_timeout_s",
-          "max_restarts", "seeds", "min_time_s", "max_time_s", "launch_timeout_ms", "peaks_file"});
+          "max_restarts", "seeds", "min_time_s", "max_time_s", "launch_timeout_ms", "peaks_file",
+          "counters"});
   c.worker.exe = resolve(base, w.str("exe", "")).string();
   c.worker.launch_prefix = w.strings("launch_prefix");
   c.worker.cache_dir = w.has("cache_dir") ? resolve(base, w.str("cache_dir", "")).string()
@@ -149,6 +151,17 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
   c.worker.max_time_s = w.num("max_time_s", 1.0, 0, 600);
   c.worker.launch_timeout_ms = static_cast<int>(w.integer("launch_timeout_ms", 10000, 1, 3600000));
   c.worker.peaks_file = resolve(base, w.str("peaks_file", "")).string();
+  c.worker.counters = w.str("counters", "default");
+  if (c.worker.counters != "none" && c.worker.counters != "default" && c.worker.counters != "full")
+    w.fail("counters", "must be \"none\", \"default\" or \"full\" (docs/counters.md)");
+
+  const reader kbr = r.sub("knowledge_base");
+  kbr.only({"directories"});
+  for (const auto& d : kbr.strings("directories")) {
+    if (d.empty()) kbr.fail("directories", "has an empty path");
+    c.kb_directories.push_back(resolve(base, d));
+  }
+  c.prompts_dir = resolve(base, r.str("prompts_dir", ""));
 
   const reader f = r.sub("fake");
   f.only({"delay_ms", "noise_rsd"});
@@ -170,7 +183,8 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
         r.fail("providers." + name,
                "its \"provider\" must be \"" + name + "\" (sections are keyed by provider)");
       try {
-        (void)llm::parse_provider_config(s, base);
+        const auto pc = llm::parse_provider_config(s, base);
+        if (!pc.api_key_file.empty()) c.api_key_files.emplace_back(pc.api_key_file);
       } catch (const kopt::error& e) {
         r.fail("providers." + name, e.what());
       }
@@ -214,18 +228,117 @@ daemon_config load_config(const std::filesystem::path& file) {
   if (!in) throw kopt::config_error("daemon config " + file.string() + ": cannot be read");
   std::stringstream ss;
   ss << in.rdbuf();
+  return load_config_text(ss.str(), file);
+}
+
+daemon_config load_config_text(std::string_view text, const std::filesystem::path& file) {
+  // The operator configs' scanner: syntax errors with line:column, every
+  // duplicate key (nlohmann keeps the last one silently, so a second
+  // "state_dir" would win unnoticed) and numbers no double holds.
+  const config::detail::json_locator loc(text);
+  if (!loc.problems().empty()) {
+    std::string all;
+    for (const auto& p : loc.problems())
+      all += fmt::format("{}daemon config {}:{}:{}: {}", all.empty() ? "" : "\n", file.string(),
+                         p.where.line, p.where.column, p.message);
+    throw kopt::config_error(all);
+  }
   json j;
   try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
     throw kopt::config_error("daemon config " + file.string() + ": not valid JSON: " + e.what());
   }
   return parse_config(j, file);
 }
 
+namespace {
+
+double secs(std::chrono::milliseconds ms) {
+  return static_cast<double>(ms.count()) / 1000.0;
+}
+
+// A provider section with every default filled in, as parse_provider_config
+// reads it (prices stay as written: they are a table, not defaults).
+json provider_json(const json& section, const llm::provider_config& p) {
+  json j = {{"provider", p.kind},
+            {"model", p.model},
+            {"base_url", p.base_url},
+            {"api_key_env", p.api_key_env},
+            {"api_key_file", p.api_key_file},
+            {"anthropic_version", p.anthropic_version},
+            {"stream", p.stream},
+            {"max_tokens", p.max_tokens},
+            {"temperature", p.temperature ? json(*p.temperature) : json(nullptr)},
+            {"timeouts",
+             {{"connect_s", secs(p.timeouts.connect)},
+              {"first_byte_s", secs(p.timeouts.first_byte)},
+              {"stall_s", secs(p.timeouts.stall)},
+              {"total_s", secs(p.timeouts.total)}}},
+            {"retry",
+             {{"max_attempts", p.retry.max_attempts},
+              {"initial_delay_s", secs(p.retry.initial_delay)},
+              {"max_delay_s", secs(p.retry.max_delay)},
+              {"max_retry_after_s", secs(p.retry.max_retry_after)},
+              {"jitter", p.retry.jitter}}},
+            {"limits",
+             {{"concurrency", p.max_concurrency},
+              {"requests_per_minute",
+               p.rate.requests_per_minute ? json(*p.rate.requests_per_minute) : json(nullptr)},
+              {"tokens_per_minute",
+               p.rate.tokens_per_minute ? json(*p.rate.tokens_per_minute) : json(nullptr)}}},
+            {"prices", section.contains("prices") ? section.at("prices") : json(nullptr)},
+            {"max_response_bytes", p.max_response_bytes},
+            {"ca_bundle", p.ca_bundle},
+            {"command", p.command},
+            {"command_timeout_s", secs(p.command_timeout)},
+            {"max_output_bytes", p.max_output_bytes},
+            {"transcript", p.transcript.string()}};
+  return j;
+}
+
+bool loopback_address(const std::string& a) {
+  return a == "localhost" || a == "::1" || a.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> config_warnings(const daemon_config& c) {
+  std::vector<std::string> out;
+  if (c.http.enabled && !loopback_address(c.http.address))
+    out.push_back(fmt::format(
+        "http.address is \"{}\": the HTTP endpoint has NO authentication, and on an address "
+        "other machines can reach, anyone who can connect to port {} reads every campaign, "
+        "operator config and kernel source in the store. Keep it on 127.0.0.1 behind an "
+        "authenticating reverse proxy, or set http.enabled to false",
+        c.http.address, c.http.port));
+  return out;
+}
+
+json daemon_config::limits_json() const {
+  return {{"max_active_campaigns", active_limit()},
+          {"max_step_failures", lim.max_step_failures},
+          {"backoff_initial_s", lim.backoff_initial_s},
+          {"backoff_max_s", lim.backoff_max_s},
+          {"min_step_s", lim.min_step_s},
+          {"spool_max_bytes", lim.spool_max_bytes},
+          {"spool_poll_ms", lim.spool_poll_ms},
+          {"shutdown_grace_s", lim.shutdown_grace_s}};
+}
+
 json daemon_config::to_json() const {
-  json prov = json::array();
-  for (const auto& [k, v] : providers) prov.push_back(k);
+  json kb_dirs = json::array();
+  for (const auto& d : kb_directories) kb_dirs.push_back(d.string());
+  json prov = json::object();
+  const auto base = file.empty() ? std::filesystem::current_path()
+                                 : std::filesystem::absolute(file).parent_path();
+  for (const auto& [k, v] : providers) {
+    try {
+      prov[k] = provider_json(v, llm::parse_provider_config(v, base));
+    } catch (const kopt::error&) {
+      prov[k] = v;  // checked at load; kept as written if it no longer parses
+    }
+  }
   return {{"file", file.string()},
           {"state_dir", state_dir.string()},
           {"database", db_path.string()},
@@ -235,17 +348,21 @@ json daemon_config::to_json() const {
           {"worker",
            {{"exe", worker.exe},
             {"launch_prefix", worker.launch_prefix},
-            {"cache_dir", worker.cache_dir}}},
-          {"providers", prov},
-          {"limits",
-           {{"max_active_campaigns", active_limit()},
-            {"max_step_failures", lim.max_step_failures},
-            {"backoff_initial_s", lim.backoff_initial_s},
-            {"backoff_max_s", lim.backoff_max_s},
-            {"min_step_s", lim.min_step_s},
-            {"spool_max_bytes", lim.spool_max_bytes},
-            {"spool_poll_ms", lim.spool_poll_ms},
-            {"shutdown_grace_s", lim.shutdown_grace_s}}},
+            {"cache_dir", worker.cache_dir},
+            {"hello_timeout_s", worker.hello_timeout_s},
+            {"silence_timeout_s", worker.silence_timeout_s},
+            {"max_restarts", worker.max_restarts},
+            {"seeds", worker.seeds},
+            {"min_time_s", worker.min_time_s},
+            {"max_time_s", worker.max_time_s},
+            {"launch_timeout_ms", worker.launch_timeout_ms},
+            {"peaks_file", worker.peaks_file},
+            {"counters", worker.counters}}},
+          {"fake", {{"delay_ms", fake.delay_ms}, {"noise_rsd", fake.noise_rsd}}},
+          {"providers", std::move(prov)},
+          {"knowledge_base", {{"directories", kb_dirs}}},
+          {"prompts_dir", prompts_dir.string()},
+          {"limits", limits_json()},
           {"http", {{"enabled", http.enabled}, {"address", http.address}, {"port", http.port}}},
           {"log", {{"format", log.format}, {"level", log.level}}}};
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kopt::daemon {
@@ -28,6 +29,9 @@ struct worker_settings {
   double max_time_s = 1.0;
   int launch_timeout_ms = 10000;
   std::string peaks_file;  // GPU peak table; empty: configs/gpu-peaks.json if found
+  // Counters tier of full/verify stages, as `kopt run` (none, default, full):
+  // each GPU slot then has a profiling worker beside its timing worker.
+  std::string counters = "default";
 };
 
 // Test-only evaluator: no GPU, no worker. Times come from a deterministic
@@ -73,6 +77,13 @@ struct daemon_config {
   // Provider sections by campaign provider name (openai, anthropic, command,
   // replay), each as `kopt run --llm-config` takes it (docs/providers.md).
   std::map<std::string, nlohmann::json> providers;
+  // What LLM campaigns' prompts are built from, with `kopt run`'s defaults:
+  // knowledge-base directories beside kopt's own, and the template directory
+  // (empty: $KOPT_PROMPTS_DIR, then the built-in templates).
+  std::vector<std::filesystem::path> kb_directories;
+  std::filesystem::path prompts_dir;
+  // Their api_key_file paths (absolute): the spool never reads these.
+  std::vector<std::filesystem::path> api_key_files;
   limits lim;
   http_settings http;
   log_settings log;
@@ -81,11 +92,20 @@ struct daemon_config {
     return lim.max_active_campaigns > 0 ? lim.max_active_campaigns
                                         : 2 * static_cast<int>(gpus.size());
   }
+  // Every setting, defaults filled in (providers too): `kopt daemon --check`.
   nlohmann::json to_json() const;
+  nlohmann::json limits_json() const;  // what /api/daemon shows
 };
+
+// Settings that are valid but dangerous, one sentence each (an HTTP address
+// other machines can reach: the endpoint has no authentication). `kopt
+// daemon --check` prints them on stderr and the daemon logs them at start.
+std::vector<std::string> config_warnings(const daemon_config& c);
 
 // Throws kopt::config_error ("daemon config FILE: field: what is wrong").
 daemon_config parse_config(const nlohmann::json& j, const std::filesystem::path& file);
 daemon_config load_config(const std::filesystem::path& file);
+// The same for text read elsewhere (`file` names it and anchors relative paths).
+daemon_config load_config_text(std::string_view text, const std::filesystem::path& file);
 
 }  // namespace kopt::daemon

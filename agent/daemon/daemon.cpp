@@ -11,16 +11,15 @@
 #include <cstring>
 #include <fstream>
 
-#include "campaign/loop.hpp"
-#include "campaign/sources.hpp"
+#include "campaign/session.hpp"
 #include "common/error.hpp"
 #include "daemon/http.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
-#include "llm/client.hpp"
-#include "runner/llm_recorder.hpp"
+#include "store/agent_submissions.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -71,13 +70,28 @@ struct step_yield : std::runtime_error {
 };
 
 std::optional<std::string> pending_request(store::store& db, store::row_id id) {
-  auto st = db.db().prepare("SELECT requested_action FROM campaigns WHERE id = ?");
-  st.bind_all(id);
-  if (!st.step()) return std::nullopt;
-  return st.get_opt_text(0);
+  const auto c = store::find_campaign_control(db, id);
+  return c ? c->requested_action : std::nullopt;
 }
 
 }  // namespace
+
+std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
+                                                             const std::string& provider) {
+  campaign::session_options so;
+  // autotune and agent campaigns call no LLM: no provider section.
+  if (provider != "autotune" && provider != "agent") {
+    auto it = cfg.providers.find(provider);
+    if (it == cfg.providers.end()) return std::nullopt;
+    so.llm_section = it->second;
+    so.llm_base_dir = cfg.file.parent_path();
+  }
+  so.kb_directories = cfg.kb_directories;
+  so.prompts_dir = cfg.prompts_dir.string();
+  so.peaks_file = peaks_file_for(cfg);
+  so.counters = cfg.worker.counters;
+  return so;
+}
 
 struct service::step {
   store::row_id id = 0;
@@ -96,6 +110,7 @@ service::~service() {
     if (s->thread.joinable()) s->thread.join();
   if (http_) http_->stop();
   if (lock_fd_ >= 0) close(lock_fd_);
+  if (db_lock_fd_ >= 0) close(db_lock_fd_);
 }
 
 limits service::current_limits() const {
@@ -103,24 +118,59 @@ limits service::current_limits() const {
   return cfg_.lim;
 }
 
-void service::lock_state_dir() {
-  const auto path = cfg_.state_dir / "daemon.lock";
-  lock_fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0)
+namespace {
+
+// An exclusive flock on `path`, with our pid written into it; -1 and why
+// (naming the holder's pid) when another process holds it.
+int take_lock(const std::filesystem::path& path, const std::string& what) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
     throw kopt::error(
         fmt::format("daemon: cannot open {}: {}", path.string(), std::strerror(errno)));
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
-    [[maybe_unused]] auto n = pread(lock_fd_, buf, sizeof buf - 1, 0);
-    close(lock_fd_);
-    lock_fd_ = -1;
-    throw kopt::error(
-        fmt::format("daemon: another kopt daemon (pid {}) holds {}; one daemon per state directory",
-                    std::string(buf).empty() ? "?" : std::string(buf), path.string()));
+    [[maybe_unused]] auto n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    throw kopt::error(fmt::format("daemon: another kopt daemon (pid {}) holds {}; {}",
+                                  std::string(buf).empty() ? "?" : std::string(buf), path.string(),
+                                  what));
   }
   const std::string pid = std::to_string(getpid());
-  if (ftruncate(lock_fd_, 0) != 0 || pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0)
     spdlog::warn("daemon: cannot write the pid into {}", path.string());
+  return fd;
+}
+
+// The lock file beside the database as it really is (symlinks resolved), so
+// that two configs naming one database by different paths meet on one lock.
+std::filesystem::path database_lock_path(const std::filesystem::path& db) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(db, ec);
+  if (ec) {
+    auto dir = std::filesystem::canonical(db.parent_path().empty() ? "." : db.parent_path(), ec);
+    real = ec ? std::filesystem::absolute(db) : dir / db.filename();
+  }
+  return real.string() + ".daemon.lock";
+}
+
+}  // namespace
+
+void service::lock_state_dir() {
+  lock_fd_ = take_lock(cfg_.state_dir / "daemon.lock", "one daemon per state directory");
+  // The state directory's lock alone lets two daemons with different
+  // state_dir share one database (double "finished" events, lost rows):
+  // the database has its own lock.
+  std::error_code ec;
+  if (!cfg_.db_path.parent_path().empty())
+    std::filesystem::create_directories(cfg_.db_path.parent_path(), ec);
+  try {
+    db_lock_fd_ = take_lock(database_lock_path(cfg_.db_path),
+                            "one daemon per database (" + cfg_.db_path.string() + ")");
+  } catch (...) {
+    close(lock_fd_);
+    lock_fd_ = -1;
+    throw;
+  }
 }
 
 json service::status() const {
@@ -140,7 +190,7 @@ void service::update_status(const std::string& state, const std::string& reason)
   json limits_j;
   {
     std::lock_guard lk(cfg_mu_);
-    limits_j = cfg_.to_json().at("limits");
+    limits_j = cfg_.limits_json();
   }
   std::lock_guard lk(status_mu_);
   status_ = {{"state", state},
@@ -158,7 +208,8 @@ void service::update_status(const std::string& state, const std::string& reason)
              {"steps", step_outcomes_},
              {"reloads", reloads_},
              {"spool", {{"accepted", spool_accepted_}, {"rejected", spool_rejected_}}},
-             {"limits", limits_j}};
+             {"limits", limits_j},
+             {"waiting_for_agent", waiting_}};
 }
 
 bool service::wait_signal(int timeout_ms) {
@@ -198,15 +249,29 @@ void service::reload() {
     if (n.http.address != cfg_.http.address || n.http.port != cfg_.http.port ||
         n.http.enabled != cfg_.http.enabled)
       ignored.push_back("http");
-    if (n.worker.exe != cfg_.worker.exe || n.worker.launch_prefix != cfg_.worker.launch_prefix)
-      ignored.push_back("worker");
+    // Every worker setting (also the timeouts and seeds) reaches the pool
+    // only at start-up.
+    if (n.to_json().at("worker") != cfg_.to_json().at("worker")) ignored.push_back("worker");
+    // The spool's directories are created and watched from start-up on
+    // (a changed state_dir moves the default spool too).
+    if (n.spool_dir != cfg_.spool_dir) ignored.push_back("spool_dir");
+    if (!ignored.empty()) {
+      // Half a reload is worse than none: a restart-only change means the
+      // file no longer describes this daemon, so nothing of it is applied.
+      spdlog::error(
+          "daemon: reload refused, nothing changed: {} changed in {}, which needs a restart "
+          "(restore the old value to reload the rest, or restart the daemon)",
+          fmt::join(ignored, ", "), cfg_.file.string());
+      notify("READY=1\nSTATUS=reload refused (restart-only settings changed)");
+      return;
+    }
     configure_logging(n.log.format, n.log.level);
     {
       std::lock_guard lk(cfg_mu_);
       cfg_.lim = n.lim;
       cfg_.providers = n.providers;
+      cfg_.api_key_files = n.api_key_files;
       cfg_.log = n.log;
-      cfg_.spool_dir = n.spool_dir;
       cfg_.fake = n.fake;
     }
     if (pool_) pool_->set_backoff(n.lim.backoff_initial_s, n.lim.backoff_max_s);
@@ -214,12 +279,8 @@ void service::reload() {
       std::lock_guard lk(status_mu_);
       ++reloads_;
     }
-    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {}){}",
-                 cfg_.file.string(), n.active_limit(),
-                 ignored.empty()
-                     ? std::string()
-                     : fmt::format("; changes to {} need a restart and were not applied",
-                                   fmt::join(ignored, ", ")));
+    spdlog::info("daemon: configuration reloaded from {} (max_active_campaigns {})",
+                 cfg_.file.string(), n.active_limit());
   } catch (const kopt::error& e) {
     spdlog::error("daemon: reload refused, the running configuration is kept: {}", e.what());
   }
@@ -264,15 +325,13 @@ void service::run_step(step& s) {
     // request instead of racing the loop's own state writes.
     {
       store::transaction tx(db.db());
-      auto st = db.db().prepare("SELECT state, requested_action FROM campaigns WHERE id = ?");
-      st.bind_all(s.id);
-      if (!st.step() || (st.get_text(0) != "queued" && st.get_text(0) != "running") ||
-          !st.is_null(1)) {
+      const auto c = store::find_campaign_control(db, s.id);
+      if (!c || (c->state != "queued" && c->state != "running") || c->requested_action) {
         s.outcome = "skipped";
         s.done = true;
         return;
       }
-      if (st.get_text(0) == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
+      if (c->state == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
       tx.commit();
     }
     const auto camp = db.find_campaign(s.id);
@@ -293,63 +352,44 @@ void service::run_step(step& s) {
     }
     const config::operator_config& op = *loaded.op;
 
-    // The candidate source.
-    std::unique_ptr<campaign::candidate_source> source;
-    std::unique_ptr<llm::budget> budget;
-    std::unique_ptr<runner::store_call_recorder> recorder;
-    std::unique_ptr<llm::llm_client> client;
-    if (camp->provider == "autotune") {
-      source = std::make_unique<campaign::autotune_source>();
-    } else {
-      json section;
-      {
-        std::lock_guard lk(cfg_mu_);
-        if (auto it = cfg_.providers.find(camp->provider); it != cfg_.providers.end())
-          section = it->second;
-      }
-      if (section.is_null()) {
-        const std::string why = fmt::format(
-            "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
-            "reload (SIGHUP) and "
-            "`kopt resume {}`",
-            camp->provider, cfg_.file.string(), s.id);
-        store::transaction tx(db.db());
-        db.set_campaign_state(s.id, store::campaign_state::paused, why);
-        tx.commit();
-        spdlog::error("campaign {}: {}", s.id, why);
-        s.outcome = "failed";
-        s.done = true;
-        return;
-      }
-      llm::provider_config pc = llm::parse_provider_config(section, cfg_.file.parent_path());
-      if (pc.model.empty()) pc.model = camp->model;
-      // What is left of the campaign's LLM budget (the loop checks it too).
-      llm::budget_limits bl;
-      if (camp->budget.tokens)
-        bl.tokens = std::max<std::int64_t>(0, *camp->budget.tokens - camp->spent_tokens);
-      if (camp->budget.cost_usd)
-        bl.cost_usd = std::max(0.0, *camp->budget.cost_usd - camp->spent_cost_usd);
-      budget = std::make_unique<llm::budget>(bl);
-      recorder = std::make_unique<runner::store_call_recorder>(db, s.id);
-      client = std::make_unique<llm::llm_client>(
-          llm::make_provider(pc),
-          llm::client_options{budget.get(), recorder.get(), pc.prices, pc.max_concurrency});
-      source = std::make_unique<campaign::llm_source>(*client, pc.max_tokens);
+    // An LLM provider needs its section of the daemon config.
+    std::optional<campaign::session_options> so;
+    {
+      std::lock_guard lk(cfg_mu_);
+      so = session_options_for(cfg_, camp->provider);
+    }
+    if (!so) {
+      const std::string why = fmt::format(
+          "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
+          "reload (SIGHUP) and "
+          "`kopt resume {}`",
+          camp->provider, cfg_.file.string(), s.id);
+      store::transaction tx(db.db());
+      db.set_campaign_state(s.id, store::campaign_state::paused, why);
+      tx.commit();
+      spdlog::error("campaign {}: {}", s.id, why);
+      s.outcome = "failed";
+      s.done = true;
+      return;
     }
 
-    // The evaluator: GPUs leased from the pool.
+    // The evaluator: GPUs leased from the pool. Everything else comes from
+    // the one campaign session, as in `kopt run`.
     const gpu_pool::who who{fmt::format("{} ({})", s.id, op.name), s.team, s.priority};
-    std::unique_ptr<campaign::evaluator> ev;
-    if (cfg_.evaluator == "fake") {
-      fake_settings fs;
-      {
-        std::lock_guard lk(cfg_mu_);
-        fs = cfg_.fake;
+    const campaign::evaluator_factory leased =
+        [&](const config::operator_config& cfg,
+            const campaign::evaluator_spec& spec) -> std::unique_ptr<campaign::evaluator> {
+      if (cfg_.evaluator == "fake") {
+        fake_settings fs;
+        {
+          std::lock_guard lk(cfg_mu_);
+          fs = cfg_.fake;
+        }
+        return std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
       }
-      ev = std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
-    } else {
-      ev = std::make_unique<pool_worker_evaluator>(*pool_, who, op, cfg_.worker);
-    }
+      return std::make_unique<pool_worker_evaluator>(*pool_, who, cfg, cfg_.worker, spec.counters);
+    };
+    campaign::session session(db, s.id, op, std::move(*so), leased);
 
     campaign::loop_hooks hooks;
     hooks.at = [&](std::string_view point, std::int64_t) {
@@ -366,12 +406,11 @@ void service::run_step(step& s) {
                    p.iteration, 100 * p.best_sol, p.promoted ? " (new best)" : "", p.tokens,
                    p.cost_usd);
     };
-    auto settings = campaign::loop_settings::from_campaign(*camp);
-    campaign::campaign_loop loop(db, s.id, op, *source, *ev, settings, hooks);
     try {
-      const auto r = loop.run();
-      outcome = "finished";
-      spdlog::info("campaign {} finished: {}", s.id, r.stop_reason);
+      const auto r = session.run(hooks);
+      outcome = r.waiting ? "waiting" : "finished";
+      spdlog::info("campaign {} {}: {}", s.id, r.waiting ? "is waiting" : "finished",
+                   r.stop_reason);
       record_step_success(db, s.id);
     } catch (const step_yield&) {
       outcome = "yield";
@@ -410,10 +449,7 @@ void service::schedule(store::store& db) {
                                                  : 2 * static_cast<int>(cfg_.gpus.size());
   // Requests for campaigns no step is running take effect now.
   {
-    std::vector<store::row_id> ids;
-    auto st = db.db().prepare("SELECT id FROM campaigns WHERE requested_action IS NOT NULL");
-    while (st.step()) ids.push_back(st.get_int(0));
-    for (auto id : ids)
+    for (auto id : store::campaigns_with_requests(db))
       if (!steps_.count(id))
         if (auto a = apply_request(db, id)) spdlog::info("campaign {}: {} applied", id, *a);
   }
@@ -452,16 +488,25 @@ void service::tick(store::store& db) {
   if (now - last_spool_ms_ >= lim.spool_poll_ms) {
     last_spool_ms_ = now;
     std::filesystem::path spool;
+    std::vector<std::filesystem::path> key_files;
     {
       std::lock_guard lk(cfg_mu_);
       spool = cfg_.spool_dir;
+      key_files = cfg_.api_key_files;
     }
-    const auto rep = scan_spool(db, spool, lim.spool_max_bytes);
+    const auto rep = scan_spool(db, spool, lim.spool_max_bytes, key_files);
     std::lock_guard lk(status_mu_);
     spool_accepted_ += rep.accepted;
     spool_rejected_ += rep.rejected;
   }
   if (ready_) schedule(db);
+  {
+    json w = json::array();
+    for (const auto& [id, what] : store::waiting_campaigns(db))
+      w.push_back({{"campaign_id", id}, {"waiting_for", what}});
+    std::lock_guard lk(status_mu_);
+    waiting_ = std::move(w);
+  }
   update_status(ready_ ? "ready" : "starting", ready_ ? "" : pool_->not_ready_reason());
 }
 
@@ -480,8 +525,7 @@ int service::run() {
   update_status("starting", "migrating the store");
   store::store db =
       store::store::open(cfg_.db_path, {.busy_timeout = std::chrono::milliseconds(60000)});
-  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(),
-               db.db().pragma_int("user_version"));
+  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(), db.file_schema_version());
   notify("STATUS=store migrated; starting workers");
   pool_ = std::make_unique<gpu_pool>(cfg_, stopping_);
   update_status("starting", "waiting for the first worker handshake");
@@ -490,6 +534,7 @@ int service::run() {
     const int port = http_->start(cfg_.http.address, cfg_.http.port);
     spdlog::info("daemon: HTTP on http://{}:{}/ (health, metrics, api, dashboard)",
                  cfg_.http.address, port);
+    for (const auto& w : config_warnings(cfg_)) spdlog::warn("daemon: WARNING: {}", w);
   }
   {
     // Where to find this daemon (tests, scripts): pid and HTTP port.

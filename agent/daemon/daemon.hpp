@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "campaign/session.hpp"
 #include "daemon/config.hpp"
 #include "store/store.hpp"
 
@@ -33,6 +34,13 @@ namespace kopt::daemon {
 
 class gpu_pool;
 class http_api;
+
+// The campaign session's settings for a daemon campaign of `provider`: its
+// section under "providers", the knowledge-base and template directories,
+// the peak table and the counters tier, with `kopt run`'s defaults. Empty
+// when an LLM provider has no section.
+std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
+                                                             const std::string& provider);
 
 class service {
  public:
@@ -69,6 +77,7 @@ class service {
   std::atomic<bool> others_waiting_{false};
   bool ready_ = false;
   int lock_fd_ = -1;
+  int db_lock_fd_ = -1;  // <database>.daemon.lock: one daemon per database
   std::unique_ptr<gpu_pool> pool_;
   std::unique_ptr<http_api> http_;
   std::map<store::row_id, std::unique_ptr<step>> steps_;
@@ -77,6 +86,7 @@ class service {
 
   mutable std::mutex status_mu_;
   nlohmann::json status_;
+  nlohmann::json waiting_ = nlohmann::json::array();  // campaigns blocked on an agent (tick)
   std::map<std::string, std::int64_t> step_outcomes_;
   std::int64_t reloads_ = 0;
   std::int64_t spool_accepted_ = 0, spool_rejected_ = 0;

@@ -1,19 +1,23 @@
 #include "daemon/queue.hpp"
 
-#include "campaign/submission.hpp"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "campaign/submission.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/text.hpp"
+#include "daemon/spool_file.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -41,11 +45,9 @@ struct campaign_row {
 };
 
 campaign_row read_row(store::store& db, store::row_id id) {
-  auto st =
-      db.db().prepare("SELECT state, requested_action, started_at FROM campaigns WHERE id = ?");
-  st.bind_all(id);
-  if (!st.step()) throw kopt::not_found_error(fmt::format("no campaign {}", id));
-  return {st.get_text(0), st.get_opt_text(1), !st.is_null(2)};
+  const auto c = store::find_campaign_control(db, id);
+  if (!c) throw kopt::not_found_error(fmt::format("no campaign {}", id));
+  return {c->state, c->requested_action, c->started};
 }
 
 bool terminal(const std::string& s) {
@@ -53,9 +55,7 @@ bool terminal(const std::string& s) {
 }
 
 void set_request(store::store& db, store::row_id id, std::optional<std::string> action) {
-  auto st =
-      db.db().prepare("UPDATE campaigns SET requested_action = ?, updated_at = ? WHERE id = ?");
-  st.bind_all(action, store::now_ms(), id).run();
+  store::set_requested_action(db, id, action);
 }
 
 }  // namespace
@@ -107,120 +107,125 @@ void move_file(const fs::path& from, const fs::path& to) {
   fs::create_directories(to.parent_path(), ec);
   fs::rename(from, to, ec);
   if (ec)
-    spdlog::error("spool: cannot move {} to {}: {}", from.string(), to.string(), ec.message());
+    spdlog::error("spool: cannot move {} to {}: {}", printable_utf8(from.string()),
+                  printable_utf8(to.string()), ec.message());
 }
 
-void write_error_file(const fs::path& target, const std::string& rel, const std::string& error) {
+void write_error_file(const fs::path& target, const std::string& shown, const std::string& error) {
   const fs::path ef = target.string() + ".error.txt";
   std::ofstream out(ef, std::ios::trunc);
-  out << "kopt daemon rejected " << rel << " (" << store::format_time(store::now_ms()) << "):\n"
+  out << "kopt daemon rejected " << shown << " (" << store::format_time(store::now_ms()) << "):\n"
       << error;
   if (!error.empty() && error.back() != '\n') out << '\n';
-  if (!out) spdlog::error("spool: cannot write {}", ef.string());
-}
-
-void finish_file(const fs::path& file, const fs::path& dir, const std::string& name,
-                 const std::string& rel, store::row_id sub_id, const std::string& status,
-                 std::optional<store::row_id> campaign, const std::string& error) {
-  if (status == "accepted") {
-    move_file(file, unique_target(dir / "accepted",
-                                  fmt::format("{}-{}", campaign.value_or(0), name), sub_id));
-  } else {
-    const fs::path target = unique_target(dir / "rejected", name, sub_id);
-    fs::create_directories(target.parent_path());
-    // The error file first: whoever sees the file in rejected/ finds why.
-    write_error_file(target, rel, error);
-    move_file(file, target);
-  }
+  if (!out) spdlog::error("spool: cannot write {}", printable_utf8(ef.string()));
 }
 
 struct spool_item {
   fs::path file;
-  fs::path dir;  // the directory it is in (accepted/ and rejected/ live beside it)
-  std::string name;
-  std::string rel;  // relative to the spool: team/name.json
+  fs::path dir;      // the directory it is in (accepted/ and rejected/ live beside it)
+  std::string name;  // as on disk (any bytes)
+  std::string rel;   // relative to the spool: team/name.json, as on disk
   std::string team;
+  // rel as valid UTF-8 (bytes that are not shown as \xNN): what the store,
+  // the logs and the messages carry.
+  std::string shown() const { return printable_utf8(rel); }
 };
 
+// Never throws: it runs after the submission is recorded, and whatever
+// fails here must not turn an accepted file into a rejected one.
+void finish_file(const spool_item& it, store::row_id sub_id, const std::string& status,
+                 std::optional<store::row_id> campaign, const std::string& error) noexcept {
+  try {
+    if (status == "accepted") {
+      move_file(it.file,
+                unique_target(it.dir / "accepted",
+                              fmt::format("{}-{}", campaign.value_or(0), it.name), sub_id));
+    } else {
+      const fs::path target = unique_target(it.dir / "rejected", it.name, sub_id);
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      // The error file first: whoever sees the file in rejected/ finds why.
+      write_error_file(target, it.shown(), error);
+      move_file(it.file, target);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("spool: cannot finish {}: {}", it.shown(), e.what());
+  }
+}
+
 void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
-                 spool_report& rep) {
+                 const std::vector<fs::path>& key_files, spool_report& rep, bool& recorded) {
   struct stat sb {};
-  if (lstat(it.file.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    ++rep.skipped;
+  if (lstat(it.file.c_str(), &sb) != 0) {
+    ++rep.skipped;  // gone since the directory was read
     return;
   }
+  const spool_entry_kind kind = S_ISLNK(sb.st_mode)   ? spool_entry_kind::symlink
+                                : S_ISREG(sb.st_mode) ? spool_entry_kind::regular
+                                                      : spool_entry_kind::other;
   const std::int64_t mtime_ns =
       static_cast<std::int64_t>(sb.st_mtim.tv_sec) * 1000000000LL + sb.st_mtim.tv_nsec;
+  const auto size = static_cast<std::int64_t>(sb.st_size);
   std::string content;
-  std::string error;
-  if (sb.st_size > max_bytes) {
-    error = fmt::format(
-        "{}: {} bytes, more than the spool limit of {} bytes (limits.spool_max_bytes)\n", it.rel,
-        static_cast<std::int64_t>(sb.st_size), max_bytes);
-  } else {
+  std::string read_error;
+  if (kind == spool_entry_kind::regular && size <= max_bytes) {
     std::ifstream in(it.file, std::ios::binary);
     if (!in) {
-      ++rep.skipped;
-      return;
+      read_error = fmt::format("{}: cannot be read: {}\n", it.shown(), std::strerror(errno));
+    } else {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      content = ss.str();
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    content = ss.str();
   }
+  const std::string rel = it.shown();
   // Same path, same bytes, same modification time: the same submission.
-  const std::string key = sha256_hex(
-      fmt::format("{}\n{}\n{}\n", it.rel, mtime_ns, static_cast<std::int64_t>(sb.st_size)) +
-      content);
+  const std::string key = sha256_hex(fmt::format("{}\n{}\n{}\n", rel, mtime_ns, size) + content);
 
-  std::optional<config::operator_config> op;
-  if (error.empty()) {
-    // Validate exactly the bytes that were hashed; relative source files
-    // resolve against the file's own directory.
-    auto r = config::load_operator_text(content, it.rel, it.dir);
-    for (const auto& d : r.diagnostics)
-      if (d.level == config::diagnostic::severity::error) error += d.to_string() + "\n";
-    if (r.ok())
-      op = std::move(r.op);
-    else if (error.empty())
-      error = it.rel + ": not a valid operator config\n";
-  }
+  spool_verdict verdict;
+  if (read_error.empty())
+    verdict = examine_spool_file(it.rel, kind, size, max_bytes, content, it.dir, key_files);
+  else
+    verdict.error = read_error;
+  const std::optional<config::operator_config>& op = verdict.op;
+  const std::string& error = verdict.error;
 
   store::transaction tx(db.db());
   {
-    auto st = db.db().prepare(
-        "SELECT id, status, campaign_id, coalesce(error, '') FROM submissions WHERE key = ?");
-    st.bind_all(key);
-    if (st.step()) {
-      const auto sub_id = st.get_int(0);
-      const std::string status = st.get_text(1);
-      const auto cid = st.get_opt_int(2);
-      const std::string err = st.get_text(3);
+    if (const auto seen = store::find_submission(db, key)) {
+      const auto sub_id = seen->id;
+      const std::string status = seen->status;
+      const auto cid = seen->campaign_id;
+      const std::string err = seen->error.value_or("");
       tx.commit();
+      recorded = true;
       // Recorded by a run that died before moving the file: move it now.
-      finish_file(it.file, it.dir, it.name, it.rel, sub_id, status, cid, err);
+      finish_file(it, sub_id, status, cid, err);
       ++rep.already_done;
       return;
     }
   }
   std::optional<store::row_id> cid;
-  if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + it.rel).campaign_id;
-  auto ins = db.db().prepare(
-      "INSERT INTO submissions(origin, key, path, team, status, campaign_id, error, created_at) "
-      "VALUES ('spool', ?, ?, ?, ?, ?, ?, ?)");
+  if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + rel).campaign_id;
   const std::string status = op ? "accepted" : "rejected";
-  ins.bind_all(key, it.rel, it.team, status, cid,
-               op ? std::optional<std::string>() : std::optional(error), store::now_ms())
-      .run();
-  const auto sub_id = db.db().last_insert_rowid();
+  const auto sub_id = store::add_submission(
+      db, {.origin = "spool",
+           .key = key,
+           .path = rel,
+           .team = it.team,
+           .status = status,
+           .campaign_id = cid,
+           .error = op ? std::optional<std::string>() : std::optional(error)});
   tx.commit();
+  recorded = true;
   if (op) {
-    spdlog::info("spool: {} queued as campaign {} (team '{}')", it.rel, *cid, it.team);
+    spdlog::info("spool: {} queued as campaign {} (team '{}')", rel, *cid, it.team);
     ++rep.accepted;
   } else {
-    spdlog::warn("spool: {} rejected: {}", it.rel, error.substr(0, error.find('\n')));
+    spdlog::warn("spool: {} rejected: {}", rel, error.substr(0, error.find('\n')));
     ++rep.rejected;
   }
-  finish_file(it.file, it.dir, it.name, it.rel, sub_id, status, cid, error);
+  finish_file(it, sub_id, status, cid, error);
 }
 
 void collect(const fs::path& dir, const std::string& team, std::vector<spool_item>& out) {
@@ -229,9 +234,19 @@ void collect(const fs::path& dir, const std::string& team, std::vector<spool_ite
     const std::string name = d->path().filename().string();
     if (name.empty() || name[0] == '.') continue;  // temporary files of an atomic write
     std::error_code e2;
+    const bool is_link = d->is_symlink(e2);
+    const bool team_like =
+        team.empty() && name != "accepted" && name != "rejected" && valid_team_name(name);
+    if (is_link) {
+      // A linked file or team directory is never followed (it would let a
+      // config in the spool reach any file the daemon can read): rejected
+      // with a note, so that it does not sit there unexplained forever.
+      if (d->path().extension() == ".json" || team_like)
+        out.push_back({d->path(), dir, name, team.empty() ? name : team + "/" + name, team});
+      continue;
+    }
     if (d->is_directory(e2)) {
-      if (team.empty() && name != "accepted" && name != "rejected" && valid_team_name(name))
-        collect(d->path(), name, out);
+      if (team_like) collect(d->path(), name, out);
       continue;
     }
     if (d->path().extension() != ".json") continue;  // name.json.part etc.: not finished yet
@@ -241,21 +256,36 @@ void collect(const fs::path& dir, const std::string& team, std::vector<spool_ite
 
 }  // namespace
 
-spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes) {
+spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes,
+                        const std::vector<fs::path>& key_files) {
   spool_report rep;
   std::vector<spool_item> items;
   collect(spool_dir, "", items);
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.rel < b.rel; });
   for (const auto& it : items) {
+    bool recorded = false;
     try {
-      process_one(db, it, max_bytes, rep);
+      process_one(db, it, max_bytes, key_files, rep, recorded);
     } catch (const kopt::store_error& e) {
-      // The file stays in the spool and is tried again on the next scan.
-      spdlog::error("spool: {}: {}", it.rel, e.what());
+      // The store is busy or failing, not the file: it stays in the spool
+      // and is tried again on the next scan.
+      spdlog::error("spool: {}: {}", it.shown(), e.what());
       ++rep.skipped;
+    } catch (const std::exception& e) {
+      // Anything else is this file's problem: reject it with its reason
+      // and go on with the next one, so one file never stops the spool.
+      spdlog::error("spool: {}: {}", it.shown(), e.what());
+      if (recorded) continue;  // stored already: the next scan moves it
+      ++rep.rejected;
+      finish_file(it, store::now_ms(), "rejected", std::nullopt,
+                  it.shown() + ": cannot be handled: " + printable_utf8(e.what()) + "\n");
     }
   }
   return rep;
+}
+
+spool_report scan_spool(store::store& db, const fs::path& spool_dir, std::int64_t max_bytes) {
+  return scan_spool(db, spool_dir, max_bytes, {});
 }
 
 // --- control ---------------------------------------------------------------------
@@ -307,11 +337,8 @@ control_result resume_campaign(store::store& db, store::row_id id) {
         "campaign {} is {}: it cannot be resumed (submit the operator again)", id, row.state));
   if (row.state == "paused") {
     const std::string to = row.started ? "running" : "queued";
-    auto st = db.db().prepare(
-        "UPDATE campaigns SET state = ?, stop_reason = NULL, requested_action = NULL, "
-        "step_failures = 0, "
-        "not_before = NULL, last_error = NULL, updated_at = ? WHERE id = ?");
-    st.bind_all(to, store::now_ms(), id).run();
+    store::reopen_campaign(
+        db, id, row.started ? store::campaign_state::running : store::campaign_state::queued);
     add_event(db, id, "resumed_by_user", "resumed by user (kopt resume)");
     r.after = to;
     r.changed = true;
@@ -388,14 +415,9 @@ std::optional<std::string> apply_request(store::store& db, store::row_id id) {
 
 std::vector<runnable> runnable_campaigns(store::store& db, std::int64_t now_ms) {
   // provider 'eval' rows are `kopt eval` records, not campaigns to run.
-  auto st = db.db().prepare(
-      "SELECT id, team, priority, created_at FROM campaigns WHERE state IN ('queued','running') "
-      "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> "
-      "'eval' "
-      "ORDER BY created_at, id");
-  st.bind_all(now_ms);
   std::vector<runnable> out;
-  while (st.step()) out.push_back({st.get_int(0), st.get_text(1), st.get_int(2), st.get_int(3), 0});
+  for (const auto& r : store::runnable_campaign_rows(db, now_ms))
+    out.push_back({r.id, r.team, r.priority, r.created_at, 0});
   return out;
 }
 
@@ -424,29 +446,22 @@ std::optional<store::row_id> pick_next(const std::vector<runnable>& cands,
 }
 
 void record_step_success(store::store& db, store::row_id id) {
-  auto st = db.db().prepare(
-      "UPDATE campaigns SET step_failures = 0, not_before = NULL, last_error = NULL WHERE id = ? "
-      "AND (step_failures <> 0 OR not_before IS NOT NULL OR last_error IS NOT NULL)");
-  st.bind_all(id).run();
+  store::clear_step_failures(db, id);
 }
 
 bool record_step_failure(store::store& db, store::row_id id, const std::string& reason,
                          int max_failures, double backoff_initial_s, double backoff_max_s) {
   store::transaction tx(db.db());
-  auto q = db.db().prepare("SELECT step_failures, state FROM campaigns WHERE id = ?");
-  q.bind_all(id);
-  if (!q.step()) throw kopt::not_found_error(fmt::format("no campaign {}", id));
-  const std::int64_t failures = q.get_int(0) + 1;
-  const std::string state = q.get_text(1);
+  const auto row = store::find_campaign_control(db, id);
+  if (!row) throw kopt::not_found_error(fmt::format("no campaign {}", id));
+  const std::int64_t failures = row->step_failures + 1;
+  const std::string state = row->state;
   const double delay =
       std::min(backoff_max_s,
                backoff_initial_s *
                    std::pow(2.0, static_cast<double>(std::min<std::int64_t>(failures - 1, 30))));
   const std::int64_t not_before = store::now_ms() + static_cast<std::int64_t>(delay * 1000);
-  auto st = db.db().prepare(
-      "UPDATE campaigns SET step_failures = ?, not_before = ?, last_error = ?, updated_at = ? "
-      "WHERE id = ?");
-  st.bind_all(failures, not_before, reason, store::now_ms(), id).run();
+  store::set_step_failures(db, id, failures, not_before, reason);
   const bool give_up = failures >= max_failures && !terminal(state);
   add_event(
       db, id, "step_failed",

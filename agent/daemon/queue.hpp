@@ -49,6 +49,15 @@ struct spool_report {
 // Each file is recorded in `submissions` under a key of (relative path,
 // content, mtime) in the campaign's transaction, so a file is never
 // submitted twice even if the daemon dies before moving it.
+// A file that cannot be handled for any reason (a name that is not UTF-8,
+// a number no double holds, a symlink, anything that throws) is rejected on
+// its own and the pass goes on; only a failing store leaves a file for the
+// next pass. Source files a spooled config names must resolve inside its
+// team's spool directory and be none of `key_files` (the providers' API
+// key files): see spool_file.hpp.
+spool_report scan_spool(store::store& db, const std::filesystem::path& spool_dir,
+                        std::int64_t max_bytes,
+                        const std::vector<std::filesystem::path>& key_files);
 spool_report scan_spool(store::store& db, const std::filesystem::path& spool_dir,
                         std::int64_t max_bytes);
 

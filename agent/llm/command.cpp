@@ -2,7 +2,12 @@
 // involved (argv is executed as given), the prompt goes to stdin over a
 // socket (so a child that exits early cannot kill kopt with SIGPIPE), and the
 // child runs in its own process group so that a time or size limit kills
-// everything it started.
+// everything it started. Agent CLIs that report what a call used are read
+// for it (parse_agent_cli_output): `claude -p --output-format json` prints
+// one result object (answer, usage, total_cost_usd), `codex exec --json`
+// prints JSON lines (agent_message items, turn.completed usage); so token
+// and cost budgets bind them like HTTP providers. Any other output is the
+// answer as it is, with estimated tokens.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,8 +18,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.hpp"
+#include "llm/command_output.hpp"
 #include "llm/provider.hpp"
 
 extern char** environ;
@@ -42,6 +50,77 @@ struct fd_closer {
 };
 
 }  // namespace
+
+agent_cli_output parse_agent_cli_output(std::string_view text) {
+  using nlohmann::json;
+  agent_cli_output out;
+  auto num = [](const json& o, const char* k) -> std::int64_t {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  };
+  // Claude Code: a single object {"type":"result", "result": "...", "usage":
+  // {...}, "total_cost_usd": ...}; Anthropic's usage counts cache reads and
+  // writes apart from input_tokens.
+  const json whole = json::parse(text, nullptr, false);
+  if (whole.is_object() && whole.value("type", json()) == "result" && whole.contains("result")) {
+    out.format = "claude-json";
+    out.text = whole["result"].is_string() ? whole["result"].get<std::string>() : std::string();
+    if (whole.value("is_error", false))
+      out.error = "the agent CLI reported an error (" +
+                  whole.value("subtype", std::string("error")) + "): " + out.text.substr(0, 2000);
+    if (const auto u = whole.find("usage"); u != whole.end() && u->is_object()) {
+      out.tokens.cached = num(*u, "cache_read_input_tokens");
+      out.tokens.cache_write = num(*u, "cache_creation_input_tokens");
+      out.tokens.prompt = num(*u, "input_tokens") + out.tokens.cached + out.tokens.cache_write;
+      out.tokens.completion = num(*u, "output_tokens");
+      out.tokens.reported = true;
+    }
+    if (const auto c = whole.find("total_cost_usd"); c != whole.end() && c->is_number())
+      out.cost_usd = c->get<double>();
+    if (whole.contains("stop_reason") && whole["stop_reason"].is_string())
+      out.stop_reason = whole["stop_reason"];
+    return out;
+  }
+  // Codex: JSON lines, each an event with a "type"; the answer is the last
+  // agent_message item, usage comes with every turn.completed (OpenAI's
+  // input_tokens include the cached ones).
+  std::istringstream lines{std::string(text)};
+  bool events = false, any_line = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    any_line = true;
+    const json e = json::parse(line, nullptr, false);
+    if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return agent_cli_output{};
+    const std::string type = e["type"];
+    if (type == "thread.started" || type.rfind("turn.", 0) == 0 || type.rfind("item.", 0) == 0)
+      events = true;
+    if (type == "item.completed") {
+      const json item = e.value("item", json::object());
+      if (item.is_object() && item.value("type", json()) == "agent_message" &&
+          item.contains("text") && item["text"].is_string())
+        out.text = item["text"].get<std::string>();
+    } else if (type == "turn.completed") {
+      const json u = e.value("usage", json::object());
+      if (u.is_object()) {
+        out.tokens.prompt += num(u, "input_tokens");
+        out.tokens.cached += num(u, "cached_input_tokens");
+        out.tokens.completion += num(u, "output_tokens");
+        out.tokens.reasoning += num(u, "reasoning_output_tokens");
+        out.tokens.reported = true;
+      }
+    } else if (type == "turn.failed" || type == "error") {
+      const json err = e.value("error", json::object());
+      out.error = "the agent CLI reported an error: " +
+                  (err.is_object() ? err.value("message", e.dump()) : e.value("message", e.dump()))
+                      .substr(0, 2000);
+    }
+  }
+  if (!any_line || !events) return agent_cli_output{};
+  out.format = "codex-jsonl";
+  return out;
+}
+
+namespace {}  // namespace
 
 command_provider::command_provider(const provider_config& cfg)
     : provider("command", cfg.model), cfg_(cfg) {
@@ -197,6 +276,24 @@ completion command_provider::complete(const request& r) {
     if (!stderr_text.empty())
       out.error +=
           ": " + stderr_text.substr(stderr_text.size() > 2000 ? stderr_text.size() - 2000 : 0);
+    return out;
+  }
+  if (auto agent = parse_agent_cli_output(stdout_text); !agent.format.empty()) {
+    if (!agent.error.empty()) {
+      out.status = call_status::transient;
+      out.error = agent.error;
+      out.tokens = agent.tokens;  // what the failed call used still counts
+      out.cost_usd = agent.cost_usd;
+      return out;
+    }
+    out.text = std::move(agent.text);
+    out.stop_reason = agent.stop_reason.empty() ? "exit" : agent.stop_reason;
+    out.tokens = agent.tokens;
+    out.cost_usd = agent.cost_usd;
+    if (!out.tokens.reported) {
+      out.tokens.prompt = estimate_tokens(input.size());
+      out.tokens.completion = estimate_tokens(out.text.size());
+    }
     return out;
   }
   out.text = std::move(stdout_text);

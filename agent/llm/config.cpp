@@ -28,12 +28,20 @@ std::string get_string(const json& j, const char* key, const std::string& where,
   return it->get<std::string>();
 }
 
+// Every number of the section ends up as an int, an int64 or a count of
+// milliseconds: the upper bound keeps those conversions defined (found by
+// fuzzing the daemon config: "connect_s": 1e300 was undefined behaviour in
+// the cast to milliseconds). No setting needs more than 1e9.
+constexpr double max_setting = 1e9;
+
 double get_number(const json& j, const char* key, const std::string& where, double fallback,
                   double min = 0) {
   const auto it = j.find(key);
   if (it == j.end()) return fallback;
-  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < min) {
-    throw config_error(where + "." + key + " must be a number >= " + std::to_string(min));
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < min ||
+      it->get<double>() > max_setting) {
+    throw config_error(where + "." + key + " must be a number between " + std::to_string(min) +
+                       " and 1e9");
   }
   return it->get<double>();
 }

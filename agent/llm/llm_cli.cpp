@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "llm/client.hpp"
@@ -16,6 +17,7 @@ struct check_options {
   std::string model;
   std::string base_url;
   std::string api_key_env;
+  std::string command;  // the command provider's argv, split on spaces
   bool stream = false;
   bool stream_set = false;
   double timeout_s = 60;
@@ -23,6 +25,14 @@ struct check_options {
 };
 
 std::string hint(const completion& c, const provider_config& cfg) {
+  if (cfg.kind == "command") {
+    if (!c.ok()) return "the command failed: run it by hand with the prompt on stdin to see why";
+    if (!c.tokens.reported)
+      return "the command reported no usage: tokens are estimated and cost is $0 (claude -p "
+             "--output-format json "
+             "and codex exec --json report theirs)";
+    return {};
+  }
   const std::string env =
       cfg.api_key_env.empty() ? std::string("the key variable") : cfg.api_key_env;
   switch (c.http_status) {
@@ -64,13 +74,24 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
     if (!o.model.empty()) section["model"] = o.model;
     if (!o.base_url.empty()) section["base_url"] = o.base_url;
     if (!o.api_key_env.empty()) section["api_key_env"] = o.api_key_env;
+    if (!o.command.empty()) {
+      nlohmann::json argv = nlohmann::json::array();
+      std::istringstream words(o.command);
+      for (std::string w; words >> w;) argv.push_back(w);
+      section["command"] = argv;
+      if (o.provider.empty() && !section.contains("provider")) section["provider"] = "command";
+    }
     if (o.stream_set) section["stream"] = o.stream;
     cfg = parse_provider_config(section, base);
-    if (cfg.kind != "openai" && cfg.kind != "anthropic") {
+    if (cfg.kind != "openai" && cfg.kind != "anthropic" && cfg.kind != "command") {
       throw config_error(
-          "llm check talks to an HTTP provider; use --provider openai or anthropic (got " +
+          "llm check talks to a provider; use --provider openai, anthropic or command (got " +
           cfg.kind + ")");
     }
+    if (cfg.kind == "command")
+      cfg.command_timeout =
+          std::min(cfg.command_timeout,
+                   std::chrono::milliseconds{static_cast<std::int64_t>(o.timeout_s * 1000)});
     const auto t = std::chrono::milliseconds{static_cast<std::int64_t>(o.timeout_s * 1000)};
     cfg.timeouts.total = std::min(cfg.timeouts.total, t);
     cfg.timeouts.first_byte = std::min(cfg.timeouts.first_byte, t);
@@ -93,7 +114,12 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
   co.prices = cfg.prices;
   co.recorder = recorder ? recorder() : nullptr;
   co.max_concurrency = 1;
-  const std::string endpoint = endpoint_url(cfg);
+  std::string endpoint;
+  if (cfg.kind == "command") {
+    for (const auto& a : cfg.command) endpoint += (endpoint.empty() ? "" : " ") + a;
+  } else {
+    endpoint = endpoint_url(cfg);
+  }
   llm_client client(std::move(p), co);
   request r;
   r.messages.push_back({"user", "Reply with the single word: ok"});
@@ -146,12 +172,19 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
 void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
   CLI::App* llm = app.add_subcommand("llm", "LLM provider tools");
   llm->require_subcommand(1);
+  llm->footer(
+      "Examples:\n  kopt llm check --provider openai --model gpt-4.1 --api-key-env OPENAI_API_KEY\n"
+      "Run 'kopt llm check --help' for its options. See docs/providers.md.");
   auto opts = std::make_shared<check_options>();
   CLI::App* check =
       llm->add_subcommand("check", "Send one tiny request to the configured provider and report");
   check->add_option("--config", opts->config_file,
                     "JSON file with an \"llm\" section (or the section itself)");
-  check->add_option("--provider", opts->provider, "openai or anthropic");
+  check->add_option("--provider", opts->provider, "openai, anthropic or command");
+  check->add_option(
+      "--command", opts->command,
+      "the command provider's program and arguments, split on spaces (no shell), e.g. "
+      "\"claude -p --output-format json\"");
   check->add_option("--model", opts->model, "model name");
   check->add_option("--base-url", opts->base_url, "base URL (vLLM, llama.cpp, Ollama, gateways)");
   check->add_option("--api-key-env", opts->api_key_env, "environment variable that holds the key");
@@ -160,6 +193,14 @@ void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
   check->add_option("--timeout", opts->timeout_s, "seconds before giving up")
       ->check(CLI::PositiveNumber);
   check->add_flag("--json", opts->json_out, "print the report as JSON");
+  check->footer(
+      "Examples:\n"
+      "  kopt llm check --provider openai --model gpt-4.1 --api-key-env OPENAI_API_KEY\n"
+      "  kopt llm check --provider anthropic --model claude-sonnet-4-5\n"
+      "  kopt llm check --config campaign.json --json   # its \"llm\" section\n"
+      "  kopt llm check --provider openai --base-url http://localhost:8000/v1 --model m\n"
+      "Exit codes: 0 the provider answered, 1 invalid configuration (missing key, bad field),\n"
+      "6 the call failed (network, HTTP error, quota). See docs/providers.md.");
   check->callback([opts, recorder] {
     const int rc = run_check(*opts, recorder);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -26,6 +26,9 @@ struct request {
   std::int64_t max_tokens = 4096;  // output cap sent to the API
   std::optional<double> temperature;
   std::string tag;  // free text for the record (campaign/iteration), never sent
+  // The store row of the campaign iteration this call serves, carried into
+  // its record so that every call is linked to its iteration; never sent.
+  std::optional<std::int64_t> iteration_id;
 };
 
 // Token counts normalised across APIs. `prompt` counts every input token,
@@ -69,6 +72,9 @@ struct completion {
   int attempts = 0;
   std::chrono::milliseconds latency{0};  // wall time of the whole call, retries included
   std::string error;                     // why it failed (redacted: never holds a key)
+  // The row the recorder kept for this call (llm_calls.id in the store), so
+  // that what the answer produced can name the call; empty without one.
+  std::optional<std::int64_t> record_id;
 
   bool ok() const noexcept { return status == call_status::ok; }
   // True when the answer was cut by the output cap; the loop may say so to the LLM.

@@ -142,9 +142,9 @@ sanitize_report sanitize(const worker_options& base, json request,
     // A subject that crashed or hung under the tool is reported by the run.
     for (const auto& [wl, roles] : er.results)
       for (const auto& [role, res] : roles)
-        if (res.status == "crashed" || res.status == "timeout")
+        if (res.status == protocol::outcome::crashed || res.status == protocol::outcome::timeout)
           r.message += fmt::format("{}{} on {}: {}: {}", r.message.empty() ? "" : "\n", role, wl,
-                                   res.status, res.message);
+                                   protocol::to_string(res.status), res.message);
     rep.tools.push_back(r);
   }
   for (const auto& r : rep.tools) {

@@ -162,13 +162,25 @@ host_blocks evaluator::impl::checked_call(subject& s, const resolved_plan& plan,
        fmt::format("{} ({})", s.role, plan.launches.empty() ? "" : plan.launches.front().kernel));
 
   verify_guards_on_host(guards);
-  if (!reference) {
+  {
+    // The reference first: it runs before the candidates on the same
+    // inputs, so a reference that writes into a read-only input made the
+    // next (correct) candidate look guilty of it. That is the config's
+    // error, reported as such, and no candidate is judged on those inputs.
     const auto h = hash_inputs(st, k);
     for (const auto& [name, v] : h)
-      if (v != st.input_hash[k].at(name))
+      if (v != st.input_hash[k].at(name)) {
+        if (reference)
+          throw subject_failure{
+              "config_error",
+              fmt::format("the reference modified input '{}', which the operator does not "
+                          "declare in_place: the operator config is wrong (declare '{}' "
+                          "in_place, or fix the reference), not the candidates",
+                          name, name)};
         throw subject_failure{
             "rejected_integrity",
             fmt::format("modified input '{}', which the operator does not declare in_place", name)};
+      }
   }
   verify_module_data(s, "during a checked call");
   host_blocks got = download_checked(st, k, reference, "download");
@@ -190,7 +202,7 @@ json evaluator::impl::compare_all(const config::operator_config& op, const workl
   for (const auto& t : st.tensors) {
     if (!(t.is_output || t.in_place)) continue;
     const config::tensor* spec = op.find_tensor(t.name);
-    const config::tolerance tol = spec && spec->tol ? *spec->tol : op.tol;
+    const config::tolerance tol = st.tol ? *st.tol : spec && spec->tol ? *spec->tol : op.tol;
     const auto r = compare_outputs(got[i], expected[i], static_cast<std::size_t>(t.elements),
                                    t.type, t.shape, tol);
     per[t.name] = r.to_json();

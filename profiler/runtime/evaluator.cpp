@@ -14,6 +14,7 @@
 
 #include "config/operator.hpp"
 #include "core/cubin_inspect.hpp"
+#include "core/kernel_params.hpp"
 #include "counters/metrics.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/evaluator_impl.hpp"
@@ -96,6 +97,8 @@ void evaluator::impl::evaluate(const json& req) {
     cfg.time_reference = sj.value("time_reference", cfg.time_reference);
     cfg.recheck = sj.value("recheck", cfg.recheck);
     cfg.recompile = sj.value("recompile", cfg.recompile);
+    cfg.interleave = sj.value("interleave", cfg.interleave);
+    cfg.checks_only = sj.value("checks_only", cfg.checks_only);
     if (sj.contains("clock")) {
       const auto c = parse_clock(sj.value("clock", std::string()));
       if (!c) {
@@ -133,8 +136,14 @@ void evaluator::impl::evaluate(const json& req) {
     try {
       ensure_profiler();
       profiler->catalog().describe(cfg.metrics);
+    } catch (const counters::unknown_metric_error& e) {
+      emit({{"type", "error"}, {"id", id}, {"code", "unknown_metric"}, {"message", e.what()}});
+      return;
     } catch (const kopt::error& e) {
-      emit({{"type", "error"}, {"id", id}, {"message", e.what()}});
+      emit({{"type", "error"},
+            {"id", id},
+            {"code", "counters_unavailable"},
+            {"message", e.what()}});
       return;
     }
   }
@@ -204,6 +213,22 @@ void evaluator::impl::evaluate(const json& req) {
                s.fail_status.empty() && !problems.empty()) {
       s.fail_status = "rejected_integrity";
       s.fail_message = fmt::format("{}", fmt::join(problems, "; "));
+    } else if (s.fail_status.empty()) {
+      // Arguments that do not match the kernel's parameters make the
+      // driver pass garbage (or an integer as a pointer): refuse the plan
+      // before the module is loaded (kernel_params.hpp).
+      try {
+        const auto sig = launch_signature_problems(s.cand.launches,
+                                                   kernel_parameters(s.compiled.cubin), s.role);
+        if (!sig.empty()) {
+          s.fail_status = "launch_error";
+          s.fail_message = fmt::format("{}", fmt::join(sig, "; "));
+        }
+      } catch (const kopt::error& e) {
+        s.fail_status = "launch_error";
+        s.fail_message =
+            std::string("cannot read the kernels' signatures from the cubin: ") + e.what();
+      }
     }
     s.allow_clock_reads = op.integ.allow_clock_reads;
     if (s.fail_status.empty()) load(s, s.cand.launches);
@@ -264,6 +289,7 @@ void evaluator::impl::evaluate_workload(const config::operator_config& op,
                                         subject& ref, const settings& cfg, json& results,
                                         std::string& current_role) {
   workload_state st;
+  st.tol = w.tol;
   st.tensors = resolve_tensors(op, w);
   const std::size_t sets = static_cast<std::size_t>(cfg.seeds);
   st.inputs.resize(sets);

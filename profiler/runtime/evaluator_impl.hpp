@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -129,6 +130,9 @@ struct workload_state {
   // per seed: outputs (and in-place inputs' final states), in tensor order
   std::vector<std::shared_ptr<const std::vector<std::string>>> expected;
   std::vector<std::uint64_t> seeds;
+  // The workload's own correctness bounds (SOL-ExecBench), which replace
+  // the tensors' and the operator's when set.
+  std::optional<config::tolerance> tol;
 };
 
 }  // namespace detail

@@ -13,6 +13,7 @@
 
 #include "common/hash.hpp"
 #include "config/expr.hpp"
+#include "core/kernel_params.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/evaluator_impl.hpp"
 
@@ -44,6 +45,10 @@ void evaluator::impl::run_generator_kernel(const config::generator& g, const nam
     if (!res.ok())
       throw kopt::error(
           fmt::format("input {}: the generator kernel does not compile:\n{}", t.name, res.log));
+    if (const auto sig = generator_signature_problems(g.kernel_name, kernel_parameters(res.cubin),
+                                                      "generator of input " + t.name);
+        !sig.empty())
+      throw kopt::error(fmt::format("{}", fmt::join(sig, "; ")));
     cudaLibrary_t lib = nullptr;
     cudaKernel_t fn = nullptr;
     KOPT_CUDA(

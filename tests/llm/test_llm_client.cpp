@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "llm/client.hpp"
+#include "llm/command_output.hpp"
 #include "llm/provider.hpp"
 #include "llm/secrets.hpp"
 
@@ -145,6 +146,78 @@ TEST(LlmClient, CommandProviderLimits) {
 
   cfg.command = {"/nonexistent/agent"};
   EXPECT_EQ(make_provider(cfg)->complete(prompt("x")).status, call_status::permanent);
+}
+
+// Agent CLIs' JSON: the answer, usage and cost are read (the formats of
+// `claude -p --output-format json` and `codex exec --json`), and with them
+// the client's cost reaches the campaign budget without a price table.
+TEST(LlmClient, CommandProviderReadsAgentCliUsage) {
+  const auto dir = temp_dir();
+  const auto claude = dir / "claude.json";
+  {
+    std::ofstream(claude)
+        << R"({"type":"result","subtype":"success","is_error":false,"duration_ms":1998,)"
+        << R"("num_turns":1,"result":"```cuda\nkernel\n```","stop_reason":"end_turn",)"
+        << R"("session_id":"s","total_cost_usd":0.0125,)"
+        << R"("usage":{"input_tokens":3,"cache_read_input_tokens":1500,)"
+        << R"("cache_creation_input_tokens":200,"output_tokens":60}})";
+  }
+  provider_config cfg;
+  cfg.kind = "command";
+  cfg.command = {"/bin/sh", "-c", "cat >/dev/null; cat " + claude.string()};
+  budget b(budget_limits{std::nullopt, 1.0});
+  client_options o;
+  o.campaign_budget = &b;
+  llm_client c(make_provider(cfg), o);
+  const completion r = c.call(prompt("write a kernel"));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.text, "```cuda\nkernel\n```");
+  EXPECT_TRUE(r.tokens.reported);
+  EXPECT_EQ(r.tokens.prompt, 1703);
+  EXPECT_EQ(r.tokens.cached, 1500);
+  EXPECT_EQ(r.tokens.cache_write, 200);
+  EXPECT_EQ(r.tokens.completion, 60);
+  EXPECT_DOUBLE_EQ(r.cost_usd, 0.0125);
+  EXPECT_EQ(r.stop_reason, "end_turn");
+
+  const auto codex = dir / "codex.jsonl";
+  {
+    std::ofstream(codex)
+        << R"({"type":"thread.started","thread_id":"t1"})"
+        << "\n"
+        << R"({"type":"turn.started"})"
+        << "\n"
+        << R"({"type":"item.completed","item":{"id":"i0","type":"reasoning","text":"thinking"}})"
+        << "\n"
+        << R"({"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"first"}})"
+        << "\n"
+        << R"({"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"the answer"}})"
+        << "\n"
+        << R"({"type":"turn.completed","usage":{"input_tokens":900,"cached_input_tokens":400,"output_tokens":120}})"
+        << "\n";
+  }
+  cfg.command = {"/bin/sh", "-c", "cat >/dev/null; cat " + codex.string()};
+  const completion x = make_provider(cfg)->complete(prompt("write a kernel"));
+  ASSERT_TRUE(x.ok()) << x.error;
+  EXPECT_EQ(x.text, "the answer");
+  EXPECT_TRUE(x.tokens.reported);
+  EXPECT_EQ(x.tokens.prompt, 900);
+  EXPECT_EQ(x.tokens.cached, 400);
+  EXPECT_EQ(x.tokens.completion, 120);
+
+  // A failed turn is a failed call; plain text stays the answer, estimated.
+  EXPECT_FALSE(parse_agent_cli_output(R"({"type":"turn.failed","error":{"message":"quota"}})")
+                   .error.empty());
+  EXPECT_FALSE(parse_agent_cli_output(
+                   R"({"type":"result","is_error":true,"subtype":"error_max_turns","result":""})")
+                   .error.empty());
+  EXPECT_TRUE(parse_agent_cli_output("```cuda\nx\n```\n").format.empty());
+  EXPECT_TRUE(parse_agent_cli_output("{\"a\": 1}\n").format.empty());
+  EXPECT_TRUE(parse_agent_cli_output(R"({"type":"other"})").format.empty());
+  cfg.command = {"/bin/sh", "-c", "cat >/dev/null; echo plain answer"};
+  const completion p = make_provider(cfg)->complete(prompt("x"));
+  EXPECT_EQ(p.text, "plain answer\n");
+  EXPECT_FALSE(p.tokens.reported);
 }
 
 TEST(LlmSecrets, KeysFromEnvOrPrivateFileOnly) {

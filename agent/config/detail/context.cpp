@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace kopt::config::detail {
 
@@ -115,7 +116,78 @@ void context::expr_problem(const jpath& p, const expr::expr_error& e, const std:
   ++errors_;
 }
 
+namespace {
+
+// `workload "ID": rest` -> (ID, rest); nullopt for other messages.
+std::optional<std::pair<std::string, std::string>> split_workload(const std::string& m) {
+  static const std::string head = "workload \"";
+  if (m.rfind(head, 0) != 0) return std::nullopt;
+  const auto end = m.find("\": ", head.size());
+  if (end == std::string::npos) return std::nullopt;
+  return std::make_pair(m.substr(head.size(), end - head.size()), m.substr(end + 3));
+}
+
+// The message with its numbers blanked: the same mistake with another
+// workload's values.
+std::string shape_of(const std::string& m) {
+  std::string out;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] >= '0' && m[i] <= '9') {
+      if (!out.empty() && out.back() == '-') out.pop_back();  // -990 and 0 alike
+      if (out.empty() || out.back() != '#') out += '#';
+    } else {
+      out += m[i];
+    }
+  }
+  return out;
+}
+
+// One mistake in a launch plan is checked once per workload: eight
+// workloads gave eight copies of it (25 lines for 3 mistakes). Merges the
+// per-workload copies of one problem (same place, same message up to the
+// numbers) into one diagnostic that names the workloads it affects.
+std::vector<diagnostic> merge_per_workload(std::vector<diagnostic> in) {
+  std::vector<diagnostic> out;
+  std::map<std::string, std::size_t> first;  // key -> index in out
+  std::map<std::size_t, std::vector<std::string>> ids;
+  std::map<std::size_t, bool> same_text;
+  for (auto& d : in) {
+    const auto split = split_workload(d.message);
+    if (!split) {
+      out.push_back(std::move(d));
+      continue;
+    }
+    const std::string key = std::to_string(static_cast<int>(d.level)) + "\n" + d.file + "\n" +
+                            std::to_string(d.line) + ":" + std::to_string(d.column) + "\n" +
+                            d.path + "\n" + shape_of(split->second);
+    const auto it = first.find(key);
+    if (it == first.end()) {
+      first.emplace(key, out.size());
+      ids[out.size()].push_back(split->first);
+      same_text[out.size()] = true;
+      d.message = split->second;  // the prefix is rebuilt below
+      out.push_back(std::move(d));
+      continue;
+    }
+    ids[it->second].push_back(split->first);
+    if (split->second != out[it->second].message) same_text[it->second] = false;
+  }
+  for (auto& [i, list] : ids) {
+    diagnostic& d = out[i];
+    d.message = "workload " + quote(list[0]) + ": " + d.message;
+    if (list.size() == 1) continue;
+    std::string others;
+    for (std::size_t k = 1; k < list.size(); ++k) others += (k > 1 ? ", " : "") + quote(list[k]);
+    d.message += " (also in " + std::string(list.size() == 2 ? "workload " : "workloads ") + others +
+                 (same_text[i] ? ")" : ", with their own values)");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<diagnostic> context::take() {
+  diags_ = merge_per_workload(std::move(diags_));
   std::stable_sort(diags_.begin(), diags_.end(), [](const diagnostic& a, const diagnostic& b) {
     if (a.line != b.line) return a.line < b.line;
     return a.column < b.column;

@@ -38,8 +38,8 @@ std::string json_type_name(const json& j);
 
 class context {
  public:
-  context(std::string file_label, const json_locator* locator)
-      : file_(std::move(file_label)), loc_(locator) {}
+  context(std::string file_label, const json_locator* locator, const file_policy* policy = nullptr)
+      : file_(std::move(file_label)), loc_(locator), policy_(policy) {}
 
   void error(const jpath& p, std::string message, bool at_key = false);
   void warning(const jpath& p, std::string message, bool at_key = false);
@@ -58,11 +58,17 @@ class context {
   bool is_broken(std::string_view name) const { return broken_.find(name) != broken_.end(); }
   std::vector<diagnostic> take();
   const std::string& file() const noexcept { return file_; }
+  // The rules for source_file reads; never null.
+  const file_policy& policy() const noexcept {
+    static const file_policy open_policy;
+    return policy_ ? *policy_ : open_policy;
+  }
 
  private:
   void place(diagnostic& d, const jpath& p, bool at_key) const;
   std::string file_;
   const json_locator* loc_;
+  const file_policy* policy_;
   std::vector<diagnostic> diags_;
   std::set<std::string, std::less<>> broken_;
   std::size_t errors_ = 0;
@@ -108,6 +114,13 @@ std::optional<std::string> as_expression(context& ctx, const json& j, const jpat
 bool check_expression_names(context& ctx, const jpath& p, const std::string& text,
                             const std::vector<std::string>& known, const std::string& what);
 
+// Reads the file a "source_file" field at p names (`written`, as in the
+// config; relative to base_dir), under ctx.policy(). Reports every refusal
+// at p and returns nothing then; returns the bytes otherwise.
+std::optional<std::string> read_source_file(context& ctx, const jpath& p,
+                                            const std::string& written,
+                                            const std::filesystem::path& base_dir);
+
 // The candidate validator, shared by the operator loader (reference,
 // baseline, seed) and load_candidate_*. `op` must already hold axes,
 // scalars, tensors and workloads.
@@ -115,8 +128,11 @@ std::optional<candidate> parse_candidate(context& ctx, const json& j, const jpat
                                          const operator_config& op,
                                          const std::filesystem::path& base_dir);
 // Per-workload evaluation of a candidate's launch plan with default
-// parameter values.
+// parameter values. Shared memory above 227 KiB (no GPU allows more) is an
+// error for a config's own kernels; for a standalone candidate (an LLM
+// answer) a warning, because the compile check and the worker refuse it as
+// launch_error with the target's own limit, which is the outcome recorded.
 void check_candidate_workloads(context& ctx, const candidate& c, const jpath& p,
-                               const operator_config& op);
+                               const operator_config& op, bool oversized_shared_is_error = true);
 
 }  // namespace kopt::config::detail

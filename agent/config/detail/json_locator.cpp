@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 
 namespace kopt::config::detail {
@@ -231,6 +233,7 @@ class scanner {
 
   void number() {
     auto digit = [&] { return !at_end() && text_[pos_] >= '0' && text_[pos_] <= '9'; };
+    const std::size_t start = pos_;
     if (text_[pos_] == '-') ++pos_;
     if (!digit()) fail("invalid number: expected a digit after '-'");
     if (text_[pos_] == '0') {
@@ -255,6 +258,12 @@ class scanner {
       if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.')
         fail("invalid number: unexpected " + describe());
     }
+    // Valid JSON, but nlohmann cannot hold it (it throws "number overflow",
+    // which is no parse_error): report it here, where the position is known.
+    const std::string literal(text_.substr(start, pos_ - start));
+    if (!std::isfinite(std::strtod(literal.c_str(), nullptr)))
+      fail_at(start, "number " + (literal.size() > 40 ? literal.substr(0, 40) + "..." : literal) +
+                         " is out of the range of a double (largest about 1.8e308)");
   }
 };
 
