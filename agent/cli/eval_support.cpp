@@ -183,7 +183,8 @@ compile_check check_one(
   // The worker's own rule (clock reads refused unless the operator's
   // integrity.allow_clock_reads), so a compile check says what a run would.
   const auto integrity = compile::integrity_problems(r, op.integ.allow_clock_reads);
-  c.status = r.ok() ? (integrity.empty() ? "ok" : "rejected_integrity") : compile::status_name(r.st);
+  c.status =
+      r.ok() ? (integrity.empty() ? "ok" : "rejected_integrity") : compile::status_name(r.st);
   c.log = r.ok() && !integrity.empty() ? fmt::format("{}", fmt::join(integrity, "; ")) : r.log;
   if (c.status == "ok") {
     std::vector<std::string> problems;
@@ -326,7 +327,9 @@ void run_sanitizer(const config::operator_config& op,
   const std::string w = smallest_workload(op, workloads);
   for (const auto& s : subjects) {
     auto it = out.summaries.find(s.role);
-    if (it == out.summaries.end() || it->second.overall_status != protocol::outcome::ok || w.empty()) continue;
+    if (it == out.summaries.end() || it->second.overall_status != protocol::outcome::ok ||
+        w.empty())
+      continue;
     json sj = {{"role", s.role}, {"candidate", s.candidate}};
     if (!s.parameters.empty()) sj["parameters"] = s.parameters;
     const json req = {

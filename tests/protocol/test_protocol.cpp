@@ -229,3 +229,38 @@ TEST(Protocol, DefaultsAndUnknownSettingsPassThrough) {
   EXPECT_EQ(std::get<p::compiled>(m).status, p::outcome::ok);
   EXPECT_TRUE(std::get<p::compiled>(m).compile.empty());
 }
+
+namespace {
+
+// Issue 17's additions: typed settings (interleave, checks_only) and the
+// hello's launch floor, optional on the wire (protocol 2 readers without
+// them still parse the line; a line without them reads the defaults).
+TEST(Protocol, IntegritySettingsAndLaunchFloorAreTyped) {
+  auto r = std::get<p::evaluate_request>(p::parse_request({{"type", "evaluate"},
+                                                           {"protocol", p::version},
+                                                           {"id", "e1"},
+                                                           {"operator", json::object()}}));
+  EXPECT_FALSE(r.settings.interleave);
+  EXPECT_FALSE(r.settings.checks_only);
+  json ev = json(r);
+  ev["settings"]["interleave"] = true;
+  ev["settings"]["checks_only"] = true;
+  const auto back = std::get<p::evaluate_request>(p::parse_request(ev));
+  EXPECT_TRUE(back.settings.interleave);
+  EXPECT_TRUE(back.settings.checks_only);
+  EXPECT_FALSE(back.settings.extra.contains("interleave"));  // typed, not passed through
+  EXPECT_EQ(json(back).at("settings").value("checks_only", false), true);
+
+  p::hello h;
+  h.device = {{"name", "Fake GPU"}};
+  h.launch_floor = {{"clock", "concurrent_kernel"}, {"median_ns", 2100.0}};
+  const json hj = json(p::message{h});
+  EXPECT_EQ(hj.at("launch_floor").value("median_ns", 0.0), 2100.0);
+  EXPECT_EQ(std::get<p::hello>(p::parse_message(hj)), h);
+  json old = hj;
+  old.erase("launch_floor");  // a worker that does not measure it
+  EXPECT_TRUE(std::get<p::hello>(p::parse_message(old)).launch_floor.is_null());
+  EXPECT_FALSE(json(p::message{p::hello{}}).contains("launch_floor"));
+}
+
+}  // namespace
