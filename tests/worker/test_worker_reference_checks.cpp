@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/protocol.hpp"
 #include "config/operator.hpp"
 #include "gpu_test_support.hpp"
 #include "runner/evaluation.hpp"
@@ -87,7 +88,7 @@ TEST(WorkerReferenceChecks, AReferenceWritingItsInputIsTheConfigsError) {
   ASSERT_TRUE(rep.results.count("w"));
   ASSERT_TRUE(rep.results.at("w").count("good"));
   const auto& r = rep.results.at("w").at("good");
-  EXPECT_EQ(r.status, "reference_failed") << r.message;
+  EXPECT_EQ(r.status, kopt::protocol::outcome::reference_failed) << r.message;
   EXPECT_NE(r.message.find("the reference modified input 'x'"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("operator config is wrong"), std::string::npos) << r.message;
 }
@@ -102,8 +103,8 @@ TEST(WorkerReferenceChecks, APlanThatDoesNotMatchTheKernelIsALaunchErrorNotACras
                        json::array({{{"role", "swapped"}, {"candidate", good_candidate(swapped)}},
                                     {{"role", "good"}, {"candidate", good_candidate()}}}));
   ASSERT_TRUE(rep.results.count("w"));
-  EXPECT_EQ(rep.results.at("w").at("swapped").status, "launch_error")
+  EXPECT_EQ(rep.results.at("w").at("swapped").status, kopt::protocol::outcome::launch_error)
       << rep.results.at("w").at("swapped").message;
-  EXPECT_EQ(rep.results.at("w").at("good").status, "ok") << rep.results.at("w").at("good").message;
+  EXPECT_EQ(rep.results.at("w").at("good").status, kopt::protocol::outcome::ok) << rep.results.at("w").at("good").message;
   EXPECT_EQ(rep.restarts, 0);
 }
