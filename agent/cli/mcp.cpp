@@ -495,7 +495,7 @@ tool_result kernel_run(const json& a, mcp::call_context& cx, const tool_env& env
   std::string overall = "ok";
   for (const auto& [r, s] : out.summaries)
     if (s.overall_status != protocol::outcome::ok && overall == "ok")
-      overall = protocol::to_string(s.overall_status);
+      overall = std::string(protocol::to_string(s.overall_status));
   j["status"] = overall;
   if (overall != "ok") return {j, text, true};
   return ok(j, text);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/protocol.hpp"
 #include "config/operator.hpp"
 #include "gpu_test_support.hpp"
 #include "runner/evaluation.hpp"
@@ -104,7 +105,6 @@ TEST(WorkerReferenceChecks, APlanThatDoesNotMatchTheKernelIsALaunchErrorNotACras
   ASSERT_TRUE(rep.results.count("w"));
   EXPECT_EQ(rep.results.at("w").at("swapped").status, kopt::protocol::outcome::launch_error)
       << rep.results.at("w").at("swapped").message;
-  EXPECT_EQ(rep.results.at("w").at("good").status, kopt::protocol::outcome::ok)
-      << rep.results.at("w").at("good").message;
+  EXPECT_EQ(rep.results.at("w").at("good").status, kopt::protocol::outcome::ok) << rep.results.at("w").at("good").message;
   EXPECT_EQ(rep.restarts, 0);
 }
