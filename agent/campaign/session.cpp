@@ -164,8 +164,17 @@ std::vector<prompt_item> prompt_builder::snippets(const prompt_context& ctx) con
   q.operator_class = kb_class_;
   q.arch = "sm_90a";
   try {
-    for (const auto& s : kb_->retrieve(q).snippets)
-      out.push_back({"snippet:" + s.id, "snippet", s.title + "\n" + s.text, true});
+    for (const auto& s : kb_->retrieve(q).snippets) {
+      // The knowledge base heads each snippet with "### TITLE [kb:ID]"; that
+      // line becomes the title the template prints, so it is printed once.
+      std::string title = s.title, text = s.text;
+      if (text.rfind("### ", 0) == 0) {
+        const auto nl = text.find('\n');
+        title = text.substr(4, nl == std::string::npos ? std::string::npos : nl - 4);
+        text = nl == std::string::npos ? std::string() : text.substr(nl + 1);
+      }
+      out.push_back({"snippet:" + s.id, "snippet", title + "\n" + text, true});
+    }
   } catch (const kopt::error& e) {
     spdlog::warn("knowledge retrieval: {}", e.what());
   }
