@@ -13,7 +13,7 @@ nlohmann::json prompt_json(const request& r) {
 }
 
 nlohmann::json to_json(const call_record& r) {
-  return {{"provider", r.provider},
+  nlohmann::json j = {{"provider", r.provider},
           {"model", r.model},
           {"tag", r.tag},
           {"prompt", r.prompt},
@@ -34,6 +34,9 @@ nlohmann::json to_json(const call_record& r) {
           {"cost_usd", r.cost_usd},
           {"latency_ms", r.latency.count()},
           {"error", r.error}};
+  if (!r.texts.empty()) j["texts"] = r.texts;
+  if (r.meta.is_object() && !r.meta.empty()) j["meta"] = r.meta;
+  return j;
 }
 
 std::vector<call_record> memory_recorder::records() const {
