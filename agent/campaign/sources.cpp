@@ -202,7 +202,8 @@ llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::op
                        llm::diversity_options diversity)
     : max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {
   own_router_ = std::make_unique<llm::router>(
-      std::vector<llm::router::arm>{{client.backend().name(), &client, 1.0, std::nullopt, 0, 1}});
+      std::vector<llm::router::arm>{{client.backend().name(), &client, 1.0, std::nullopt, 0,
+                                     client.backend().answers_per_call()}});
   router_ = own_router_.get();
 }
 

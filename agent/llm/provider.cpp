@@ -315,15 +315,19 @@ openai_options openai_provider::options_for(const provider_config& cfg) {
   return o;
 }
 
+int openai_provider::answers_per_call() const {
+  return config().api == "responses" ? 1 : std::max(1, config().n);
+}
+
 std::int64_t openai_provider::worst_case_output_tokens(const request& r) const {
-  const int n = config().api == "responses" ? 1 : std::max({1, r.n, r.n > 1 ? 1 : config().n});
+  const int n = config().api == "responses" ? 1 : std::max(1, r.n > 0 ? r.n : config().n);
   return r.max_tokens * n;
 }
 
 json openai_provider::body(const request& r) const {
   request q = r;
   if (!q.temperature) q.temperature = config().temperature;
-  if (q.n <= 1) q.n = config().n;
+  if (q.n <= 0) q.n = config().n;
   if (config().api == "responses") {
     q.n = 1;  // the Responses API has no n
     return responses_request_body(q, model(), config().stream, options_for(config()));

@@ -84,6 +84,8 @@ class provider {
   // The most output tokens one call may bill (the budget's worst case):
   // more than max_tokens with n answers or a thinking budget.
   virtual std::int64_t worst_case_output_tokens(const request& r) const { return r.max_tokens; }
+  // How many answers one call gives when the request leaves n at 0.
+  virtual int answers_per_call() const { return 1; }
 
  protected:
   provider(std::string name, std::string model)
@@ -132,6 +134,7 @@ class openai_provider final : public http_provider {
   // What this config sends besides the prompt (max_tokens field resolved).
   static openai_options options_for(const provider_config& cfg);
   std::int64_t worst_case_output_tokens(const request& r) const override;
+  int answers_per_call() const override;
 
  protected:
   std::vector<std::string> headers() const override;

@@ -32,9 +32,10 @@ struct request {
   std::vector<message> messages;   // at least one, the last from "user"
   std::int64_t max_tokens = 4096;  // output cap sent to the API
   std::optional<double> temperature;
-  // Answers wanted from this one call (OpenAI Chat Completions' `n`); a
-  // provider that cannot give several answers gives one (completion::texts).
-  int n = 1;
+  // Answers wanted from this one call (OpenAI Chat Completions' `n`); 0:
+  // the provider's configured `n`. A provider that cannot give several
+  // answers gives one (completion::texts).
+  int n = 0;
   std::string tag;  // free text for the record (campaign/iteration), never sent
   // What the caller wants recorded with the call (the items it showed, its
   // dropout draw, its strategy hint, the router's arm); never sent.

@@ -121,7 +121,7 @@ json openai_request_body(const request& r, const std::string& model, bool stream
       r.max_tokens;
   if (r.temperature && o.send_temperature) body["temperature"] = *r.temperature;
   if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
-  if (r.n > 1) body["n"] = r.n;
+  if (r.n > 1) body["n"] = r.n;  // (the provider resolved 0 to its configured n)
   if (stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
