@@ -163,6 +163,7 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   std::stable_sort(by_weight.begin(), by_weight.end(), [](auto* a, auto* b) { return a->weight > b->weight; });
   for (std::size_t i = 0; i < by_weight.size() && i < 4; ++i) {
     const auto& r = ctx.parent_results.at(by_weight[i]->id);
+    if (!r.diagnosis.is_object()) continue;  // null when not diagnosed (the fake evaluator)
     for (const auto& f : r.diagnosis.value("findings", json::array())) {
       const std::string cls = f.value("class", "");
       if (cls.empty()) continue;
@@ -257,7 +258,8 @@ source_answer llm_source::propose(const prompt_context& ctx) {
     llm::message m{"user", with_hint(c.user, p)};
     m.cache_breaks = c.cache_breaks;
     rq.messages.push_back(std::move(m));
-    rq.max_tokens = max_tokens_;
+    // Each model's own cap when the config gave one (reasoning models need more).
+    rq.max_tokens = router_->max_tokens(p.arm) > 0 ? router_->max_tokens(p.arm) : max_tokens_;
     rq.n = p.answers;
     rq.tag = fmt::format("iteration {} call {}/{}", ctx.iteration, p.index + 1, plans.size());
     rq.meta = p.meta(ctx, plans.size(), router_->label(p.arm));

@@ -177,7 +177,7 @@ std::unique_ptr<router> router::from_config(const router_config& cfg, const clie
     o.max_concurrency = m.cfg.max_concurrency;
     clients.push_back(std::make_unique<llm_client>(make_provider(m.cfg, transport, time), o));
     arms.push_back({m.label, clients.back().get(), m.weight, m.cost_per_call_usd, m.tier,
-                    std::max(1, m.cfg.n)});
+                    clients.back()->backend().answers_per_call(), m.cfg.max_tokens});
   }
   auto r = std::make_unique<router>(std::move(arms), cfg.policy, cfg.exploration, cfg.escalation);
   r->owned_ = std::move(clients);

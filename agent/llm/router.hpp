@@ -89,6 +89,7 @@ class router {
     std::optional<double> cost_per_call_usd;
     int tier = 0;
     int answers_per_call = 1;  // the model's `n` (OpenAI Chat Completions)
+    std::int64_t max_tokens = 0;  // the model's output cap; 0: the caller's
   };
 
   router(std::vector<arm> arms, selection_policy policy = selection_policy::fixed,
@@ -106,6 +107,7 @@ class router {
   llm_client& client(std::size_t i) const { return *arms_.at(i).client; }
   const std::string& label(std::size_t i) const { return arms_.at(i).label; }
   int answers_per_call(std::size_t i) const { return arms_.at(i).answers_per_call; }
+  std::int64_t max_tokens(std::size_t i) const { return arms_.at(i).max_tokens; }
   selection_policy policy() const noexcept { return policy_; }
 
   // The arms of the next k calls. `campaign_stalled`: the loop escalated
