@@ -75,12 +75,13 @@ void parse_reasoning_fields(const json& j, provider_config& c) {
           "llm.thinking.budget_tokens");
   }
   if (const auto e = j.find("extra_body"); e != j.end()) {
-    if (!e->is_object()) throw config_error("llm.extra_body must be an object (merged into each request body)");
+    if (!e->is_object())
+      throw config_error("llm.extra_body must be an object (merged into each request body)");
     // Fields whose answer kopt parses or that it sets per call: a gateway
     // field must not change the shape of the response.
-    for (const char* owned : {"model", "messages", "input", "instructions", "system", "stream",
-                              "stream_options", "n", "max_tokens", "max_completion_tokens",
-                              "max_output_tokens"}) {
+    for (const char* owned :
+         {"model", "messages", "input", "instructions", "system", "stream", "stream_options", "n",
+          "max_tokens", "max_completion_tokens", "max_output_tokens"}) {
       if (e->contains(owned)) {
         throw config_error(std::string("llm.extra_body.") + owned +
                            " is set by kopt itself; use the llm field for it (max_tokens, "
@@ -94,8 +95,9 @@ void parse_reasoning_fields(const json& j, provider_config& c) {
       throw config_error("llm.n must be an integer from 1 to 16 (answers per call)");
     c.n = n->get<int>();
     if (c.n > 1 && (!openai || c.api != "chat"))
-      throw config_error("llm.n > 1 needs provider openai with api chat (the Responses and "
-                         "Anthropic APIs give one answer per call)");
+      throw config_error(
+          "llm.n > 1 needs provider openai with api chat (the Responses and "
+          "Anthropic APIs give one answer per call)");
   }
   if (const auto t = j.find("thinking"); t != j.end()) {
     if (!anthropic)

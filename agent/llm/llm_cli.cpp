@@ -42,7 +42,8 @@ std::string cache_probe_prefix() {
       "kopt llm check --cache-probe: the lines below only make the prompt long enough to be "
       "cached; they carry no instruction.\n";
   for (int i = 1; i <= 150; ++i)
-    s += "Line " + std::to_string(i) + " of the cache probe: the quick brown fox jumps over the lazy dog.\n";
+    s += "Line " + std::to_string(i) +
+         " of the cache probe: the quick brown fox jumps over the lazy dog.\n";
   return s;
 }
 
@@ -76,14 +77,15 @@ nlohmann::json usage_json(const usage& u) {
 }
 
 // One model of the section: its calls and the report's lines (or JSON).
-int check_model(const check_options& o, const model_entry& m, const std::function<call_recorder*()>& recorder,
-                nlohmann::json& report) {
+int check_model(const check_options& o, const model_entry& m,
+                const std::function<call_recorder*()>& recorder, nlohmann::json& report) {
   const provider_config& cfg = m.cfg;
   std::unique_ptr<provider> p;
   try {
     p = make_provider(cfg);
   } catch (const kopt::error& e) {
-    std::fprintf(stderr, "kopt llm check: configuration problem (%s): %s\n", m.label.c_str(), e.what());
+    std::fprintf(stderr, "kopt llm check: configuration problem (%s): %s\n", m.label.c_str(),
+                 e.what());
     return check_exit_config;
   }
   client_options co;
@@ -132,34 +134,41 @@ int check_model(const check_options& o, const model_entry& m, const std::functio
                       {"error", last.error},
                       {"hint", h}};
   if (again) {
-    j["cache_probe"] = {{"second_call_usage", usage_json(again->tokens)},
-                        {"cached_share", again->tokens.prompt > 0 ? static_cast<double>(again->tokens.cached) /
-                                                                        static_cast<double>(again->tokens.prompt)
-                                                                  : 0.0}};
+    j["cache_probe"] = {
+        {"second_call_usage", usage_json(again->tokens)},
+        {"cached_share", again->tokens.prompt > 0 ? static_cast<double>(again->tokens.cached) /
+                                                        static_cast<double>(again->tokens.prompt)
+                                                  : 0.0}};
   }
   if (o.json_out) {
     report.push_back(j);
   } else {
     std::printf(
-        "model      %s\nprovider   %s (%s)\nendpoint   %s\nmodel id   %s\nstatus     %s (HTTP %d, %d "
+        "model      %s\nprovider   %s (%s)\nendpoint   %s\nmodel id   %s\nstatus     %s (HTTP %d, "
+        "%d "
         "attempt%s)\nlatency    %lld ms\n",
-        m.label.c_str(), cfg.kind.c_str(), j["api"].get<std::string>().c_str(), endpoint.c_str(), model_name.c_str(),
-        call_status_name(last.status), last.http_status, c.attempts, c.attempts == 1 ? "" : "s",
-        static_cast<long long>(c.latency.count()));
+        m.label.c_str(), cfg.kind.c_str(), j["api"].get<std::string>().c_str(), endpoint.c_str(),
+        model_name.c_str(), call_status_name(last.status), last.http_status, c.attempts,
+        c.attempts == 1 ? "" : "s", static_cast<long long>(c.latency.count()));
     std::printf(
-        "usage      prompt %lld, completion %lld (cached %lld, cache write %lld, reasoning %lld)%s\n",
+        "usage      prompt %lld, completion %lld (cached %lld, cache write %lld, reasoning "
+        "%lld)%s\n",
         static_cast<long long>(c.tokens.prompt), static_cast<long long>(c.tokens.completion),
         static_cast<long long>(c.tokens.cached), static_cast<long long>(c.tokens.cache_write),
-        static_cast<long long>(c.tokens.reasoning), c.tokens.reported ? "" : " [estimated: the API reported none]");
+        static_cast<long long>(c.tokens.reasoning),
+        c.tokens.reported ? "" : " [estimated: the API reported none]");
     if (c.ok()) {
       std::printf("answer     %s\n", c.text.substr(0, 200).c_str());
       if (c.texts.size() > 1) std::printf("answers    %zu (n)\n", c.texts.size());
-      if (!c.reasoning.empty()) std::printf("reasoning  %zu characters (kept apart from the answer)\n", c.reasoning.size());
+      if (!c.reasoning.empty())
+        std::printf("reasoning  %zu characters (kept apart from the answer)\n", c.reasoning.size());
     }
     if (again) {
-      std::printf("cache      second call: %lld of %lld input tokens read from the cache, %lld written\n",
-                  static_cast<long long>(again->tokens.cached), static_cast<long long>(again->tokens.prompt),
-                  static_cast<long long>(again->tokens.cache_write));
+      std::printf(
+          "cache      second call: %lld of %lld input tokens read from the cache, %lld written\n",
+          static_cast<long long>(again->tokens.cached),
+          static_cast<long long>(again->tokens.prompt),
+          static_cast<long long>(again->tokens.cache_write));
     }
     if (!last.error.empty()) std::fprintf(stderr, "error: %s\n", last.error.c_str());
     if (!h.empty()) std::fprintf(stderr, "hint: %s\n", h.c_str());
@@ -197,7 +206,8 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
     if (o.n > 0) section["n"] = o.n;
     if (!o.extra_body.empty()) {
       const nlohmann::json e = nlohmann::json::parse(o.extra_body, nullptr, false);
-      if (e.is_discarded() || !e.is_object()) throw config_error("--extra-body must be a JSON object");
+      if (e.is_discarded() || !e.is_object())
+        throw config_error("--extra-body must be a JSON object");
       section["extra_body"] = e;
     }
     rc = parse_router_config(section, base);
@@ -205,13 +215,15 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
     for (model_entry& m : rc.models) {
       provider_config& cfg = m.cfg;
       if (cfg.kind != "openai" && cfg.kind != "anthropic") {
-        throw config_error("llm check talks to an HTTP provider; use --provider openai or anthropic (" + m.label +
-                           " is " + cfg.kind + ")");
+        throw config_error(
+            "llm check talks to an HTTP provider; use --provider openai or anthropic (" + m.label +
+            " is " + cfg.kind + ")");
       }
       cfg.timeouts.total = std::min(cfg.timeouts.total, t);
       cfg.timeouts.first_byte = std::min(cfg.timeouts.first_byte, t);
       cfg.retry.max_attempts = std::min(cfg.retry.max_attempts, 2);
-      cfg.retry.max_retry_after = std::min(cfg.retry.max_retry_after, std::chrono::milliseconds{5000});
+      cfg.retry.max_retry_after =
+          std::min(cfg.retry.max_retry_after, std::chrono::milliseconds{5000});
     }
   } catch (const kopt::error& e) {
     std::fprintf(stderr, "kopt llm check: configuration problem: %s\n", e.what());
@@ -227,7 +239,8 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
   if (o.json_out) {
     // One model: its object, as before; several: {"ok", "models": [...]}.
     const nlohmann::json out =
-        report.size() == 1 ? report[0] : nlohmann::json{{"ok", rc_all == check_exit_ok}, {"models", report}};
+        report.size() == 1 ? report[0]
+                           : nlohmann::json{{"ok", rc_all == check_exit_ok}, {"models", report}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return rc_all;
@@ -251,26 +264,33 @@ void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
       ->each([opts](const std::string&) { opts->stream_set = true; });
   check->add_option("--timeout", opts->timeout_s, "seconds before giving up")
       ->check(CLI::PositiveNumber);
-  check->add_option("--api", opts->api, "openai: chat (Chat Completions) or responses (Responses API)")
+  check
+      ->add_option("--api", opts->api,
+                   "openai: chat (Chat Completions) or responses (Responses API)")
       ->check(CLI::IsMember({"chat", "responses"}));
   check->add_option("--reasoning-effort", opts->reasoning_effort,
                     "openai reasoning models: none, minimal, low, medium, high or xhigh");
   check->add_option("--max-tokens-field", opts->max_tokens_field,
                     "openai chat: auto, max_tokens or max_completion_tokens");
-  check->add_option("--thinking-budget", opts->thinking_budget,
-                    "anthropic: extended thinking budget in tokens (at least 1024; 0 turns it off)")
+  check
+      ->add_option("--thinking-budget", opts->thinking_budget,
+                   "anthropic: extended thinking budget in tokens (at least 1024; 0 turns it off)")
       ->check(CLI::NonNegativeNumber);
-  check->add_flag("--prompt-cache,!--no-prompt-cache", opts->prompt_cache,
-                  "anthropic: cache_control breakpoints (on by default)")
+  check
+      ->add_flag("--prompt-cache,!--no-prompt-cache", opts->prompt_cache,
+                 "anthropic: cache_control breakpoints (on by default)")
       ->each([opts](const std::string&) { opts->prompt_cache_set = true; });
   check->add_option("--extra-body", opts->extra_body,
                     "JSON object merged into the request body (gateway or vendor fields)");
   check->add_option("--n", opts->n, "openai chat: answers per call")->check(CLI::Range(1, 16));
-  check->add_option("--max-tokens", opts->max_tokens, "output cap of the check's request (default 256)")
+  check
+      ->add_option("--max-tokens", opts->max_tokens,
+                   "output cap of the check's request (default 256)")
       ->check(CLI::PositiveNumber);
-  check->add_flag("--cache-probe", opts->cache_probe,
-                  "send a long identical prompt twice and report how much of the second was read from the "
-                  "provider's cache (about 12k input tokens in all)");
+  check->add_flag(
+      "--cache-probe", opts->cache_probe,
+      "send a long identical prompt twice and report how much of the second was read from the "
+      "provider's cache (about 12k input tokens in all)");
   check->add_flag("--json", opts->json_out, "print the report as JSON");
   check->callback([opts, recorder] {
     const int rc = run_check(*opts, recorder);

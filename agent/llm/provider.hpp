@@ -1,10 +1,10 @@
 // Providers: one interface over every way kopt gets an answer. `openai`
 // (Chat Completions at any base URL: OpenAI, vLLM, llama.cpp server, Ollama,
-// Gemini's OpenAI-compatible endpoint, gateways; or OpenAI's Responses API), `anthropic` (Messages API), `command` (an agent CLI fed the
-// prompt on stdin, no shell), `replay` (a recorded JSONL transcript) and
-// `autotune` (no model at all; the default, so kopt runs without a key).
-// A provider makes one logical call, with its own retries for the network
-// ones; budget, concurrency, cost and recording are the client's (client.hpp).
+// Gemini's OpenAI-compatible endpoint, gateways; or OpenAI's Responses API), `anthropic` (Messages
+// API), `command` (an agent CLI fed the prompt on stdin, no shell), `replay` (a recorded JSONL
+// transcript) and `autotune` (no model at all; the default, so kopt runs without a key). A provider
+// makes one logical call, with its own retries for the network ones; budget, concurrency, cost and
+// recording are the client's (client.hpp).
 #pragma once
 
 #include <chrono>

@@ -23,7 +23,7 @@ struct call_record {
   std::string tag;     // the request's tag (campaign, iteration)
   std::string prompt;  // prompt_json(request) serialised
   std::string prompt_sha256;
-  std::string response;  // the answer text (the first when the call asked for n > 1)
+  std::string response;            // the answer text (the first when the call asked for n > 1)
   std::vector<std::string> texts;  // every answer of an n > 1 call; else empty
   nlohmann::json meta = nlohmann::json::object();  // the request's meta (what the caller showed)
   std::string reasoning;

@@ -88,7 +88,7 @@ class router {
     double weight = 1;
     std::optional<double> cost_per_call_usd;
     int tier = 0;
-    int answers_per_call = 1;  // the model's `n` (OpenAI Chat Completions)
+    int answers_per_call = 1;     // the model's `n` (OpenAI Chat Completions)
     std::int64_t max_tokens = 0;  // the model's output cap; 0: the caller's
   };
 

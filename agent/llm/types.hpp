@@ -73,7 +73,7 @@ const char* call_status_name(call_status s) noexcept;
 
 struct completion {
   call_status status = call_status::ok;
-  std::string text;         // the answer (concatenated text blocks); the first when n > 1
+  std::string text;                // the answer (concatenated text blocks); the first when n > 1
   std::vector<std::string> texts;  // every answer of an `n` > 1 call, `text` first; else empty
   std::string reasoning;    // reasoning/thinking text when the API returns it separately
   std::string stop_reason;  // as the API names it: stop, length, end_turn, max_tokens, ...

@@ -95,7 +95,6 @@ std::string openai_reasoning(const json& msg) {
   return r;
 }
 
-
 }  // namespace
 
 bool is_openai_reasoning_model(std::string_view model) noexcept {
@@ -154,7 +153,9 @@ json cache_control(const anthropic_options& o) {
   return c;
 }
 
-bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+bool blank(std::string_view s) {
+  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
 
 // The message's content as text blocks cut at its cache breaks, the block
 // before each break carrying a breakpoint. The API refuses empty text
@@ -177,7 +178,8 @@ json content_blocks(const message& m, const anthropic_options& o, std::size_t ma
   if (!kept.empty() && blank(std::string_view(m.content).substr(kept.back())))
     kept.back() = m.content.size();
   // The latest breaks cover the longest stable prefixes: keep those.
-  if (kept.size() > max_breaks) kept.erase(kept.begin(), kept.end() - static_cast<long>(max_breaks));
+  if (kept.size() > max_breaks)
+    kept.erase(kept.begin(), kept.end() - static_cast<long>(max_breaks));
   if (kept.empty()) return m.content;
   json blocks = json::array();
   from = 0;
@@ -187,7 +189,8 @@ json content_blocks(const message& m, const anthropic_options& o, std::size_t ma
                       {"cache_control", cache_control(o)}});
     from = c;
   }
-  if (from < m.content.size()) blocks.push_back({{"type", "text"}, {"text", m.content.substr(from)}});
+  if (from < m.content.size())
+    blocks.push_back({{"type", "text"}, {"text", m.content.substr(from)}});
   return blocks;
 }
 
@@ -213,8 +216,8 @@ json anthropic_request_body(const request& r, const std::string& model, bool str
       o.thinking_budget_tokens > 0 ? r.max_tokens + o.thinking_budget_tokens : r.max_tokens;
   json body = {{"model", model}, {"messages", msgs}, {"max_tokens", max_tokens}};
   if (cache_system) {
-    body["system"] = json::array(
-        {{{"type", "text"}, {"text", r.system}, {"cache_control", cache_control(o)}}});
+    body["system"] =
+        json::array({{{"type", "text"}, {"text", r.system}, {"cache_control", cache_control(o)}}});
   } else if (!r.system.empty()) {
     body["system"] = r.system;
   }
@@ -277,8 +280,9 @@ parse_result parse_openai_response(std::string_view body) {
       const json* m = member(c, "message");
       const json* t = m != nullptr ? member(*m, "content") : nullptr;
       const json* idx = member(c, "index");
-      const std::int64_t at = idx != nullptr && idx->is_number_integer() ? idx->get<std::int64_t>()
-                                                                          : static_cast<std::int64_t>(i);
+      const std::int64_t at = idx != nullptr && idx->is_number_integer()
+                                  ? idx->get<std::int64_t>()
+                                  : static_cast<std::int64_t>(i);
       all.emplace_back(at, t != nullptr ? openai_content(*t) : std::string{});
     }
     std::stable_sort(all.begin(), all.end(),
@@ -300,7 +304,8 @@ usage responses_usage(const json& u) {
   t.prompt = count(u, "input_tokens");
   t.completion = count(u, "output_tokens");
   if (const json* d = member(u, "input_tokens_details")) t.cached = count(*d, "cached_tokens");
-  if (const json* d = member(u, "output_tokens_details")) t.reasoning = count(*d, "reasoning_tokens");
+  if (const json* d = member(u, "output_tokens_details"))
+    t.reasoning = count(*d, "reasoning_tokens");
   return t;
 }
 
@@ -322,7 +327,8 @@ std::string read_response_object(const json& j, parsed_answer& a, api_error& err
   for (const json& item : *output) {
     const std::string type = str(item, "type");
     if (type == "message") {
-      if (const json* content = member(item, "content"); content != nullptr && content->is_array()) {
+      if (const json* content = member(item, "content");
+          content != nullptr && content->is_array()) {
         for (const json& part : *content) {
           const std::string pt = str(part, "type");
           if (pt == "output_text") text += str(part, "text");
@@ -352,7 +358,8 @@ std::string read_response_object(const json& j, parsed_answer& a, api_error& err
     a.stop_reason = status.empty() ? "completed" : status;
   }
   a.model = str(j, "model");
-  if (const json* u = member(j, "usage"); u != nullptr && u->is_object()) a.tokens = responses_usage(*u);
+  if (const json* u = member(j, "usage"); u != nullptr && u->is_object())
+    a.tokens = responses_usage(*u);
   return {};
 }
 
@@ -432,7 +439,8 @@ void openai_stream_accumulator::on_event(const sse_event& e) {
     for (const json& c : *choices) {
       // With n > 1 each chunk's choices say which answer they continue.
       const json* idx = member(c, "index");
-      const std::int64_t at = idx != nullptr && idx->is_number_integer() ? idx->get<std::int64_t>() : 0;
+      const std::int64_t at =
+          idx != nullptr && idx->is_number_integer() ? idx->get<std::int64_t>() : 0;
       if (at < 0 || at >= 128) {
         problem_ = "stream chunk with choice index " + std::to_string(at);
         return;
@@ -442,13 +450,15 @@ void openai_stream_accumulator::on_event(const sse_event& e) {
           if (at == 0) {
             answer_.text += openai_content(*t);
           } else {
-            if (answer_.texts.size() <= static_cast<std::size_t>(at)) answer_.texts.resize(static_cast<std::size_t>(at) + 1);
+            if (answer_.texts.size() <= static_cast<std::size_t>(at))
+              answer_.texts.resize(static_cast<std::size_t>(at) + 1);
             answer_.texts[static_cast<std::size_t>(at)] += openai_content(*t);
           }
         }
         if (at == 0) answer_.reasoning += openai_reasoning(*d);
       }
-      if (const std::string fr = str(c, "finish_reason"); !fr.empty() && at == 0) answer_.stop_reason = fr;
+      if (const std::string fr = str(c, "finish_reason"); !fr.empty() && at == 0)
+        answer_.stop_reason = fr;
     }
   }
 
@@ -478,9 +488,11 @@ void responses_stream_accumulator::on_event(const sse_event& e) {
       answer_.model = str(*r, "model");
   } else if (type == "response.output_text.delta" || type == "response.refusal.delta") {
     answer_.text += str(j, "delta");
-  } else if (type == "response.reasoning_summary_text.delta" || type == "response.reasoning_text.delta") {
+  } else if (type == "response.reasoning_summary_text.delta" ||
+             type == "response.reasoning_text.delta") {
     answer_.reasoning += str(j, "delta");
-  } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+  } else if (type == "response.completed" || type == "response.incomplete" ||
+             type == "response.failed") {
     const json* r = member(j, "response");
     if (r == nullptr || !r->is_object()) {
       problem_ = "'" + type + "' event without a response object";

@@ -56,8 +56,8 @@ struct openai_options {
 
 struct anthropic_options {
   std::int64_t thinking_budget_tokens = 0;  // 0: no extended thinking
-  bool prompt_cache = false;  // cache_control breakpoints on the stable prefix
-  std::string cache_ttl;      // empty: the API's default (5 minutes); or "1h"
+  bool prompt_cache = false;                // cache_control breakpoints on the stable prefix
+  std::string cache_ttl;                    // empty: the API's default (5 minutes); or "1h"
   nlohmann::json extra_body = nlohmann::json::object();
 };
 

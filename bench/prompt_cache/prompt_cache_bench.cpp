@@ -17,9 +17,9 @@
 // Tokens are kopt's estimate (4 bytes a token); the shares are ratios of
 // bytes, so the estimate cancels except in the 1024-token thresholds.
 // Prints one JSON object: per-call figures and a summary.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -48,7 +48,8 @@ struct captured {
 // Serves the transcript in order (the replay provider) and keeps each request.
 class capturing_provider final : public llm::provider {
  public:
-  capturing_provider(std::unique_ptr<llm::provider> inner, std::vector<captured>& out, std::mutex& mu)
+  capturing_provider(std::unique_ptr<llm::provider> inner, std::vector<captured>& out,
+                     std::mutex& mu)
       : provider(inner->name(), inner->model()), inner_(std::move(inner)), out_(out), mu_(mu) {}
   llm::capabilities caps() const override { return inner_->caps(); }
   llm::completion complete(const llm::request& r) override {
@@ -77,7 +78,9 @@ std::size_t common_prefix(const std::string& a, const std::string& b) {
   return i;
 }
 
-std::int64_t tokens(std::size_t bytes) { return llm::estimate_tokens(bytes); }
+std::int64_t tokens(std::size_t bytes) {
+  return llm::estimate_tokens(bytes);
+}
 
 // OpenAI: cached prefixes from 1024 tokens on, in 128-token increments.
 std::int64_t openai_cacheable(std::int64_t prefix_tokens) {
@@ -120,36 +123,45 @@ int main(int argc, char** argv) {
     for (const auto& a : manifest.at("answers")) {
       if (!a.contains("source_sha256")) continue;
       const std::string cat = a.value("category", "");
-      const double speed = cat == "fast" ? 0.85 : cat == "slow" ? 1.3 : cat == "harmless_deviation" ? 0.97 : 1.0;
+      const double speed = cat == "fast"                 ? 0.85
+                           : cat == "slow"               ? 1.3
+                           : cat == "harmless_deviation" ? 0.97
+                                                         : 1.0;
       verdict[a["source_sha256"].get<std::string>()] = {a.value("status", "ok"), speed};
     }
-    const auto dir = std::filesystem::temp_directory_path() / ("kopt-cache-bench-" + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("kopt-cache-bench-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     auto db = store::store::open(dir / "kopt.db");
     const auto put = campaign::store_operator(db, op);
     store::campaign_record c;
     c.operator_id = put.operator_id;
     c.provider = "replay";
-    c.settings = {{"candidates_per_iteration", 3}, {"dropout_p", 0.3}, {"seed", 1}, {"target_sol_fraction", 1.0}};
+    c.settings = {{"candidates_per_iteration", 3},
+                  {"dropout_p", 0.3},
+                  {"seed", 1},
+                  {"target_sol_fraction", 1.0}};
     const auto cid = db.create_campaign(c);
 
     std::size_t matched = 0;
-    campaign::fake_evaluator ev([&](const campaign::eval_subject& s, const std::string&) {
-      campaign::fake_truth t;
-      t.time_ns = 10000;
-      t.sol_time_ns = 4500;
-      const auto it = verdict.find(sha256_hex(s.candidate.value("source", "")));
-      if (it != verdict.end()) {
-        ++matched;
-        const std::string& st = it->second.first;
-        if (st == "compile_error")
-          t.compile_status = "compile_error";
-        else if (st != "ok")
-          t.status = "incorrect";
-        t.time_ns *= it->second.second;
-      }
-      return t;
-    }, 0.002);
+    campaign::fake_evaluator ev(
+        [&](const campaign::eval_subject& s, const std::string&) {
+          campaign::fake_truth t;
+          t.time_ns = 10000;
+          t.sol_time_ns = 4500;
+          const auto it = verdict.find(sha256_hex(s.candidate.value("source", "")));
+          if (it != verdict.end()) {
+            ++matched;
+            const std::string& st = it->second.first;
+            if (st == "compile_error")
+              t.compile_status = "compile_error";
+            else if (st != "ok")
+              t.status = "incorrect";
+            t.time_ns *= it->second.second;
+          }
+          return t;
+        },
+        0.002);
 
     std::vector<captured> requests;
     std::mutex mu;
@@ -197,7 +209,8 @@ int main(int argc, char** argv) {
         std::vector<std::string> em = {e.system + "\n"};
         for (const std::size_t b : e.breaks) em.push_back(e.system + "\n" + e.user.substr(0, b));
         for (const auto& m : marks)
-          if (std::find(em.begin(), em.end(), m) != em.end()) best_mark = std::max(best_mark, m.size());
+          if (std::find(em.begin(), em.end(), m) != em.end())
+            best_mark = std::max(best_mark, m.size());
       }
       const std::int64_t t = tokens(full.size());
       const std::int64_t pc_tokens = openai_cacheable(tokens(best));
@@ -231,10 +244,12 @@ int main(int argc, char** argv) {
                       {"input_tokens", total},
                       {"mean_input_tokens_per_call", static_cast<double>(total) / n},
                       {"openai_cached_tokens", prefix_cached},
-                      {"openai_cached_share", total ? static_cast<double>(prefix_cached) / static_cast<double>(total) : 0},
+                      {"openai_cached_share",
+                       total ? static_cast<double>(prefix_cached) / static_cast<double>(total) : 0},
                       {"openai_mean_share_per_call", share_prefix_sum / n},
                       {"anthropic_cached_tokens", bp_cached},
-                      {"anthropic_cached_share", total ? static_cast<double>(bp_cached) / static_cast<double>(total) : 0},
+                      {"anthropic_cached_share",
+                       total ? static_cast<double>(bp_cached) / static_cast<double>(total) : 0},
                       {"anthropic_mean_share_per_call", share_bp_sum / n},
                       {"per_call", calls}};
     std::cout << out.dump(1) << "\n";

@@ -21,8 +21,10 @@ namespace {
 
 // Answers with a valid candidate whose kernel names the model and the call.
 std::string answer(const std::string& who, int i) {
-  return "Here it is.\n```cuda\nextern \"C\" __global__ void k(float* out) { /* " + who + " " + std::to_string(i) +
-         " */ }\n```\n```json\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32], \"args\": "
+  return "Here it is.\n```cuda\nextern \"C\" __global__ void k(float* out) { /* " + who + " " +
+         std::to_string(i) +
+         " */ }\n```\n```json\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32], "
+         "\"args\": "
          "[{\"tensor\": \"out\"}]}]}\n```\n";
 }
 
@@ -73,8 +75,8 @@ struct fleet {
   std::vector<llm::router::arm> arms(std::vector<double> weights = {}) {
     std::vector<llm::router::arm> a;
     for (std::size_t i = 0; i < clients.size(); ++i)
-      a.push_back({models[i]->model(), clients[i].get(), weights.empty() ? 1.0 : weights[i], std::nullopt, tiers[i],
-                   1});
+      a.push_back({models[i]->model(), clients[i].get(), weights.empty() ? 1.0 : weights[i],
+                   std::nullopt, tiers[i], 1});
     return a;
   }
   std::vector<int> tiers;
@@ -219,11 +221,16 @@ TEST(Router, ConfigParsing) {
   EXPECT_EQ(rc.escalation.after_stagnant_iterations, 4);
   EXPECT_DOUBLE_EQ(rc.diversity.call_dropout_p, 0.25);
   // The section alone is one model.
-  EXPECT_EQ(llm::parse_router_config(json{{"provider", "openai"}, {"model", "gpt-4o"}}).models.size(), 1u);
+  EXPECT_EQ(
+      llm::parse_router_config(json{{"provider", "openai"}, {"model", "gpt-4o"}}).models.size(),
+      1u);
   // Mistakes are named.
-  auto bad = [&](json j) { EXPECT_THROW(llm::parse_router_config(j), kopt::config_error) << j.dump(); };
+  auto bad = [&](json j) {
+    EXPECT_THROW(llm::parse_router_config(j), kopt::config_error) << j.dump();
+  };
   bad({{"provider", "openai"}, {"models", json::array()}});
-  bad({{"provider", "openai"}, {"models", {{{"model", "a"}}, {{"model", "a"}}}}});  // same label twice
+  bad({{"provider", "openai"},
+       {"models", {{{"model", "a"}}, {{"model", "a"}}}}});  // same label twice
   bad({{"provider", "openai"}, {"models", {{{"model", "a"}, {"weight", 0}}}}});
   bad({{"provider", "openai"}, {"models", {{{"model", "a"}, {"selection", json::object()}}}}});
   bad({{"provider", "openai"}, {"model", "a"}, {"selection", {{"policy", "ucb"}}}});

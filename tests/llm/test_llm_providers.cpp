@@ -8,7 +8,6 @@
 // writes. Each test checks what was sent and what kopt made of the answer.
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -91,16 +90,18 @@ std::string sse(const std::string& event, const json& data) {
 
 script_server::step stream(std::vector<std::string> chunks) {
   return [=](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("text/event-stream", [=](std::size_t, httplib::DataSink& sink) {
-      for (const std::string& c : chunks)
-        if (!sink.write(c.data(), c.size())) return false;
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [=](std::size_t, httplib::DataSink& sink) {
+                                       for (const std::string& c : chunks)
+                                         if (!sink.write(c.data(), c.size())) return false;
+                                       sink.done();
+                                       return true;
+                                     });
   };
 }
 
-provider_config config_for(const std::string& kind, const std::string& url, const std::string& model) {
+provider_config config_for(const std::string& kind, const std::string& url,
+                           const std::string& model) {
   provider_config c;
   c.kind = kind;
   c.model = model;
@@ -139,7 +140,9 @@ struct fixture {
   }
 };
 
-provider_config parse(const json& j) { return parse_provider_config(j); }
+provider_config parse(const json& j) {
+  return parse_provider_config(j);
+}
 
 }  // namespace
 
@@ -169,7 +172,8 @@ TEST(ChatCompletions, ReasoningModelGetsMaxCompletionTokensAndEffort) {
   provider_config cfg = config_for("openai", srv.url(), "o3-mini");
   cfg.reasoning_effort = "high";
   cfg.temperature = 0.3;  // refused by reasoning models: must not be sent
-  f.make(cfg, price_table::from_json({{"o3-mini", {{"input", 1.1}, {"output", 4.4}, {"cached_input", 0.55}}}}));
+  f.make(cfg, price_table::from_json(
+                  {{"o3-mini", {{"input", 1.1}, {"output", 4.4}, {"cached_input", 0.55}}}}));
   const completion c = f.client->call(small_request());
   ASSERT_TRUE(c.ok()) << c.error;
   const json b = srv.body(0);
@@ -184,36 +188,43 @@ TEST(ChatCompletions, ReasoningModelGetsMaxCompletionTokensAndEffort) {
   EXPECT_NEAR(c.cost_usd, (176 * 1.1 + 1024 * 0.55 + 900 * 4.4) / 1e6, 1e-12);
 
   // A non-reasoning model keeps max_tokens unless the config says otherwise.
-  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"}, {"model", "gpt-4o"}})).max_tokens_field,
+  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"}, {"model", "gpt-4o"}}))
+                .max_tokens_field,
             "max_tokens");
-  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"}, {"model", "gpt-4o"},
+  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"},
+                                                {"model", "gpt-4o"},
                                                 {"max_tokens_field", "max_completion_tokens"}}))
                 .max_tokens_field,
             "max_completion_tokens");
-  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"}, {"model", "openrouter/openai/gpt-5-mini"}}))
+  EXPECT_EQ(openai_provider::options_for(
+                parse({{"provider", "openai"}, {"model", "openrouter/openai/gpt-5-mini"}}))
                 .max_tokens_field,
             "max_completion_tokens");
-  EXPECT_EQ(openai_provider::options_for(parse({{"provider", "openai"}, {"model", "gpt-5-chat-latest"}}))
-                .max_tokens_field,
-            "max_tokens");
+  EXPECT_EQ(
+      openai_provider::options_for(parse({{"provider", "openai"}, {"model", "gpt-5-chat-latest"}}))
+          .max_tokens_field,
+      "max_tokens");
   // A local server with reasoning_effort set: the new field, and its temperature stays.
-  const auto local = openai_provider::options_for(
-      parse({{"provider", "openai"}, {"model", "qwen3-32b"}, {"base_url", "http://127.0.0.1:8000/v1"},
-             {"reasoning_effort", "low"}}));
+  const auto local = openai_provider::options_for(parse({{"provider", "openai"},
+                                                         {"model", "qwen3-32b"},
+                                                         {"base_url", "http://127.0.0.1:8000/v1"},
+                                                         {"reasoning_effort", "low"}}));
   EXPECT_EQ(local.max_tokens_field, "max_completion_tokens");
   EXPECT_TRUE(local.send_temperature);
 }
 
 TEST(ChatCompletions, ExtraBodyIsMergedAndOwnedFieldsAreRefused) {
-  script_server srv({reply(200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})")});
+  script_server srv({reply(
+      200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})")});
   fixture f;
-  const provider_config cfg =
-      parse({{"provider", "openai"},
-             {"model", "Qwen/Qwen3-32B"},
-             {"base_url", srv.url() + "/v1"},
-             {"temperature", 0.6},
-             {"extra_body",
-              {{"top_k", 20}, {"chat_template_kwargs", {{"enable_thinking", true}}}, {"provider", {{"sort", "price"}}}}}});
+  const provider_config cfg = parse({{"provider", "openai"},
+                                     {"model", "Qwen/Qwen3-32B"},
+                                     {"base_url", srv.url() + "/v1"},
+                                     {"temperature", 0.6},
+                                     {"extra_body",
+                                      {{"top_k", 20},
+                                       {"chat_template_kwargs", {{"enable_thinking", true}}},
+                                       {"provider", {{"sort", "price"}}}}}});
   f.make(cfg);
   ASSERT_TRUE(f.client->call(small_request()).ok());
   const json b = srv.body(0);
@@ -224,25 +235,33 @@ TEST(ChatCompletions, ExtraBodyIsMergedAndOwnedFieldsAreRefused) {
   EXPECT_EQ(b["max_tokens"], 50);
   for (const char* owned : {"model", "messages", "stream", "n", "max_tokens"}) {
     SCOPED_TRACE(owned);
-    EXPECT_THROW(parse({{"provider", "openai"}, {"model", "m"}, {"extra_body", {{owned, 1}}}}), kopt::config_error);
+    EXPECT_THROW(parse({{"provider", "openai"}, {"model", "m"}, {"extra_body", {{owned, 1}}}}),
+                 kopt::config_error);
   }
-  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "m"}, {"extra_body", "top_k=20"}}), kopt::config_error);
+  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "m"}, {"extra_body", "top_k=20"}}),
+               kopt::config_error);
 }
 
 TEST(ChatCompletions, NGivesSeveralAnswersFromOneCall) {
   // Choices in a different order than their index: the index decides.
-  script_server srv({reply(200, R"({"model":"gpt-4.1-mini","choices":[
+  script_server srv(
+      {reply(200, R"({"model":"gpt-4.1-mini","choices":[
         {"index":2,"message":{"role":"assistant","content":"third"},"finish_reason":"stop"},
         {"index":0,"message":{"role":"assistant","content":"first"},"finish_reason":"stop"},
         {"index":1,"message":{"role":"assistant","content":"second"},"finish_reason":"stop"}],
         "usage":{"prompt_tokens":100,"completion_tokens":30}})"),
-                     stream({sse("", {{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", "a"}}}}}}}),
-                             sse("", {{"choices", {{{"index", 1}, {"delta", {{"content", "B"}}}}}}}),
-                             sse("", {{"choices", {{{"index", 0}, {"delta", {{"content", "a2"}}}}}}}),
-                             sse("", {{"choices", {{{"index", 1}, {"delta", {{"content", "B2"}}}, {"finish_reason", "stop"}}}}}),
-                             sse("", {{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}),
-                             sse("", {{"choices", json::array()}, {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 4}}}}),
-                             "data: [DONE]\n\n"})});
+       stream({sse("", {{"choices",
+                         {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", "a"}}}}}}}),
+               sse("", {{"choices", {{{"index", 1}, {"delta", {{"content", "B"}}}}}}}),
+               sse("", {{"choices", {{{"index", 0}, {"delta", {{"content", "a2"}}}}}}}),
+               sse("",
+                   {{"choices",
+                     {{{"index", 1}, {"delta", {{"content", "B2"}}}, {"finish_reason", "stop"}}}}}),
+               sse("", {{"choices",
+                         {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}),
+               sse("", {{"choices", json::array()},
+                        {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 4}}}}),
+               "data: [DONE]\n\n"})});
   fixture f;
   provider_config cfg = config_for("openai", srv.url(), "gpt-4.1-mini");
   cfg.n = 3;
@@ -267,7 +286,8 @@ TEST(ChatCompletions, NGivesSeveralAnswersFromOneCall) {
   EXPECT_EQ(s.tokens.completion, 4);
   // n is only where the API has it.
   EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"n", 2}}), kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "o3"}, {"api", "responses"}, {"n", 2}}), kopt::config_error);
+  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "o3"}, {"api", "responses"}, {"n", 2}}),
+               kopt::config_error);
 }
 
 // ------------------------------------------------------------------ Responses API
@@ -292,7 +312,8 @@ TEST(Responses, NonStreamedRequestAndAnswer) {
                                      {"reasoning_effort", "medium"},
                                      {"extra_body", {{"reasoning", {{"summary", "auto"}}}}}});
   EXPECT_EQ(endpoint_url(cfg), srv.url() + "/v1/responses");
-  f.make(cfg, price_table::from_json({{"o4-mini", {{"input", 1.1}, {"output", 4.4}, {"cached_input", 0.275}}}}));
+  f.make(cfg, price_table::from_json(
+                  {{"o4-mini", {{"input", 1.1}, {"output", 4.4}, {"cached_input", 0.275}}}}));
   const completion c = f.client->call(small_request());
   ASSERT_TRUE(c.ok()) << c.error;
   const auto reqs = srv.requests();
@@ -302,7 +323,8 @@ TEST(Responses, NonStreamedRequestAndAnswer) {
   EXPECT_EQ(b["instructions"], "be brief");
   EXPECT_EQ(b["input"], json::parse(R"([{"role":"user","content":"hello"}])"));
   EXPECT_EQ(b["max_output_tokens"], 50);
-  EXPECT_EQ(b["reasoning"], json::parse(R"({"effort":"medium","summary":"auto"})"));  // merged, not replaced
+  EXPECT_EQ(b["reasoning"],
+            json::parse(R"({"effort":"medium","summary":"auto"})"));  // merged, not replaced
   EXPECT_EQ(b["store"], false);
   EXPECT_FALSE(b.contains("messages"));
   EXPECT_FALSE(b.contains("max_tokens"));
@@ -320,12 +342,16 @@ TEST(Responses, NonStreamedRequestAndAnswer) {
 
 TEST(Responses, IncompleteAndFailedResponses) {
   script_server srv(
-      {reply(200, R"({"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},
+      {reply(
+           200,
+           R"({"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},
                       "model":"o3","output":[{"type":"reasoning","id":"rs","summary":[]}],
                       "usage":{"input_tokens":900,"output_tokens":50,"output_tokens_details":{"reasoning_tokens":50}}})"),
        reply(200, R"({"object":"response","status":"failed","model":"o3","output":[],
                       "error":{"code":"server_error","message":"The model failed to generate a response."}})"),
-       reply(400, R"({"error":{"message":"Unsupported value: 'reasoning.effort' does not support 'minimal' with this model.","type":"invalid_request_error","param":"reasoning.effort","code":"unsupported_value"}})")});
+       reply(
+           400,
+           R"({"error":{"message":"Unsupported value: 'reasoning.effort' does not support 'minimal' with this model.","type":"invalid_request_error","param":"reasoning.effort","code":"unsupported_value"}})")});
   fixture f;
   provider_config cfg = config_for("openai", srv.url(), "o3");
   cfg.api = "responses";
@@ -339,7 +365,8 @@ TEST(Responses, IncompleteAndFailedResponses) {
   EXPECT_EQ(cut.tokens.reasoning, 50);
   const completion failed = f.client->call(small_request());
   EXPECT_FALSE(failed.ok());
-  EXPECT_NE(failed.error.find("The model failed to generate a response"), std::string::npos) << failed.error;
+  EXPECT_NE(failed.error.find("The model failed to generate a response"), std::string::npos)
+      << failed.error;
   const completion refused = f.client->call(small_request());
   EXPECT_EQ(refused.status, call_status::permanent);
   EXPECT_NE(refused.error.find("unsupported_value"), std::string::npos) << refused.error;
@@ -349,33 +376,73 @@ TEST(Responses, StreamedEventsWithUsage) {
   // The semantic event sequence of a streamed response (no [DONE] line).
   const json created = {{"type", "response.created"},
                         {"sequence_number", 0},
-                        {"response", {{"id", "resp_1"}, {"object", "response"}, {"status", "in_progress"},
-                                      {"model", "gpt-5-2025-08-07"}, {"output", json::array()}}}};
+                        {"response",
+                         {{"id", "resp_1"},
+                          {"object", "response"},
+                          {"status", "in_progress"},
+                          {"model", "gpt-5-2025-08-07"},
+                          {"output", json::array()}}}};
   json done_response = json::parse(responses_ok);
   done_response["model"] = "gpt-5-2025-08-07";
   script_server srv({stream({
       sse("response.created", created),
-      sse("response.in_progress", {{"type", "response.in_progress"}, {"sequence_number", 1}, {"response", created["response"]}}),
-      sse("response.output_item.added", {{"type", "response.output_item.added"}, {"sequence_number", 2}, {"output_index", 0},
-                                         {"item", {{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array()}}}}),
-      sse("response.reasoning_summary_text.delta", {{"type", "response.reasoning_summary_text.delta"}, {"item_id", "rs_1"},
-                                                    {"output_index", 0}, {"summary_index", 0}, {"delta", "Fuse the "},
-                                                    {"sequence_number", 3}}),
-      sse("response.reasoning_summary_text.delta", {{"type", "response.reasoning_summary_text.delta"}, {"item_id", "rs_1"},
-                                                    {"output_index", 0}, {"summary_index", 0}, {"delta", "two passes."},
-                                                    {"sequence_number", 4}}),
-      sse("response.output_item.added", {{"type", "response.output_item.added"}, {"sequence_number", 5}, {"output_index", 1},
-                                         {"item", {{"type", "message"}, {"id", "msg_1"}, {"role", "assistant"}, {"content", json::array()}}}}),
-      sse("response.content_part.added", {{"type", "response.content_part.added"}, {"sequence_number", 6}, {"item_id", "msg_1"},
-                                          {"output_index", 1}, {"content_index", 0},
-                                          {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}}),
-      sse("response.output_text.delta", {{"type", "response.output_text.delta"}, {"sequence_number", 7}, {"item_id", "msg_1"},
-                                         {"output_index", 1}, {"content_index", 0}, {"delta", "```cuda\n"}}),
-      sse("response.output_text.delta", {{"type", "response.output_text.delta"}, {"sequence_number", 8}, {"item_id", "msg_1"},
-                                         {"output_index", 1}, {"content_index", 0}, {"delta", "// kernel\n```"}}),
-      sse("response.output_text.done", {{"type", "response.output_text.done"}, {"sequence_number", 9}, {"item_id", "msg_1"},
-                                        {"output_index", 1}, {"content_index", 0}, {"text", "```cuda\n// kernel\n```"}}),
-      sse("response.completed", {{"type", "response.completed"}, {"sequence_number", 10}, {"response", done_response}}),
+      sse("response.in_progress", {{"type", "response.in_progress"},
+                                   {"sequence_number", 1},
+                                   {"response", created["response"]}}),
+      sse("response.output_item.added",
+          {{"type", "response.output_item.added"},
+           {"sequence_number", 2},
+           {"output_index", 0},
+           {"item", {{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array()}}}}),
+      sse("response.reasoning_summary_text.delta",
+          {{"type", "response.reasoning_summary_text.delta"},
+           {"item_id", "rs_1"},
+           {"output_index", 0},
+           {"summary_index", 0},
+           {"delta", "Fuse the "},
+           {"sequence_number", 3}}),
+      sse("response.reasoning_summary_text.delta",
+          {{"type", "response.reasoning_summary_text.delta"},
+           {"item_id", "rs_1"},
+           {"output_index", 0},
+           {"summary_index", 0},
+           {"delta", "two passes."},
+           {"sequence_number", 4}}),
+      sse("response.output_item.added", {{"type", "response.output_item.added"},
+                                         {"sequence_number", 5},
+                                         {"output_index", 1},
+                                         {"item",
+                                          {{"type", "message"},
+                                           {"id", "msg_1"},
+                                           {"role", "assistant"},
+                                           {"content", json::array()}}}}),
+      sse("response.content_part.added",
+          {{"type", "response.content_part.added"},
+           {"sequence_number", 6},
+           {"item_id", "msg_1"},
+           {"output_index", 1},
+           {"content_index", 0},
+           {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}}),
+      sse("response.output_text.delta", {{"type", "response.output_text.delta"},
+                                         {"sequence_number", 7},
+                                         {"item_id", "msg_1"},
+                                         {"output_index", 1},
+                                         {"content_index", 0},
+                                         {"delta", "```cuda\n"}}),
+      sse("response.output_text.delta", {{"type", "response.output_text.delta"},
+                                         {"sequence_number", 8},
+                                         {"item_id", "msg_1"},
+                                         {"output_index", 1},
+                                         {"content_index", 0},
+                                         {"delta", "// kernel\n```"}}),
+      sse("response.output_text.done", {{"type", "response.output_text.done"},
+                                        {"sequence_number", 9},
+                                        {"item_id", "msg_1"},
+                                        {"output_index", 1},
+                                        {"content_index", 0},
+                                        {"text", "```cuda\n// kernel\n```"}}),
+      sse("response.completed",
+          {{"type", "response.completed"}, {"sequence_number", 10}, {"response", done_response}}),
   })});
   fixture f;
   provider_config cfg = config_for("openai", srv.url(), "gpt-5");
@@ -396,12 +463,18 @@ TEST(Responses, StreamedEventsWithUsage) {
 
 TEST(Responses, StreamedErrorEventIsRetriedAndStreamWithoutTerminalEventIsCut) {
   json done_response = json::parse(responses_ok);
-  script_server srv(
-      {stream({sse("response.created", {{"type", "response.created"}, {"response", {{"model", "o3"}, {"output", json::array()}}}}),
-               sse("error", {{"type", "error"}, {"code", "server_error"}, {"message", "upstream overloaded"}, {"param", nullptr},
-                             {"sequence_number", 1}})}),
-       stream({sse("response.output_text.delta", {{"type", "response.output_text.delta"}, {"delta", "partial"}})}),
-       stream({sse("response.completed", {{"type", "response.completed"}, {"response", done_response}})})});
+  script_server srv({stream({sse("response.created",
+                                 {{"type", "response.created"},
+                                  {"response", {{"model", "o3"}, {"output", json::array()}}}}),
+                             sse("error", {{"type", "error"},
+                                           {"code", "server_error"},
+                                           {"message", "upstream overloaded"},
+                                           {"param", nullptr},
+                                           {"sequence_number", 1}})}),
+                     stream({sse("response.output_text.delta",
+                                 {{"type", "response.output_text.delta"}, {"delta", "partial"}})}),
+                     stream({sse("response.completed",
+                                 {{"type", "response.completed"}, {"response", done_response}})})});
   fixture f;
   provider_config cfg = config_for("openai", srv.url(), "o3");
   cfg.api = "responses";
@@ -434,8 +507,10 @@ TEST(Anthropic, ThinkingAndCacheBreakpoints) {
                                      {"temperature", 0.5},
                                      {"thinking", {{"type", "enabled"}, {"budget_tokens", 4096}}}});
   EXPECT_TRUE(cfg.prompt_cache);  // on by default
-  f.make(cfg, price_table::from_json({{"claude-sonnet-4-5",
-                                       {{"input", 3.0}, {"output", 15.0}, {"cached_input", 0.3}, {"cache_write", 3.75}}}}));
+  f.make(cfg,
+         price_table::from_json(
+             {{"claude-sonnet-4-5",
+               {{"input", 3.0}, {"output", 15.0}, {"cached_input", 0.3}, {"cache_write", 3.75}}}}));
   request r;
   r.system = "SYSTEM RULES";
   const std::string stable = "## Operator\nspec\n\n## Target GPU\nH200\n";
@@ -452,7 +527,8 @@ TEST(Anthropic, ThinkingAndCacheBreakpoints) {
   EXPECT_FALSE(b.contains("temperature"));  // not accepted with thinking
   // Breakpoint 1: the system prompt as a block with cache_control.
   EXPECT_EQ(b["system"],
-            json::parse(R"([{"type":"text","text":"SYSTEM RULES","cache_control":{"type":"ephemeral"}}])"));
+            json::parse(
+                R"([{"type":"text","text":"SYSTEM RULES","cache_control":{"type":"ephemeral"}}])"));
   // Breakpoint 2: the user message cut where the stable prefix ends.
   const json& content = b["messages"][0]["content"];
   ASSERT_TRUE(content.is_array());
@@ -487,7 +563,8 @@ TEST(Anthropic, BreakpointLimitTtlBlankBlocksAndCacheOff) {
   std::string joined;
   for (const json& block : content) {
     joined += block["text"].get<std::string>();
-    EXPECT_NE(block["text"].get<std::string>().find_first_not_of(" \n"), std::string::npos) << "blank block";
+    EXPECT_NE(block["text"].get<std::string>().find_first_not_of(" \n"), std::string::npos)
+        << "blank block";
     if (block.contains("cache_control")) {
       ++marked;
       EXPECT_EQ(block["cache_control"], json::parse(R"({"type":"ephemeral","ttl":"1h"})"));
@@ -508,14 +585,20 @@ TEST(Anthropic, BreakpointLimitTtlBlankBlocksAndCacheOff) {
   EXPECT_EQ(plain["system"], "S");
   EXPECT_EQ(plain["messages"][0]["content"], m.content);
 
-  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"thinking", {{"budget_tokens", 512}}}}),
+  EXPECT_THROW(
+      parse({{"provider", "anthropic"}, {"model", "c"}, {"thinking", {{"budget_tokens", 512}}}}),
+      kopt::config_error);
+  EXPECT_THROW(
+      parse({{"provider", "openai"}, {"model", "o3"}, {"thinking", {{"budget_tokens", 2048}}}}),
+      kopt::config_error);
+  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"reasoning_effort", "high"}}),
                kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "o3"}, {"thinking", {{"budget_tokens", 2048}}}}),
+  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "o3"}, {"reasoning_effort", "hgih"}}),
                kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"reasoning_effort", "high"}}), kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "openai"}, {"model", "o3"}, {"reasoning_effort", "hgih"}}), kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"cache_ttl", "2h"}}), kopt::config_error);
-  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"api", "responses"}}), kopt::config_error);
+  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"cache_ttl", "2h"}}),
+               kopt::config_error);
+  EXPECT_THROW(parse({{"provider", "anthropic"}, {"model", "c"}, {"api", "responses"}}),
+               kopt::config_error);
 }
 
 TEST(Anthropic, StreamedThinkingAndCacheWriteUsage) {
@@ -524,28 +607,46 @@ TEST(Anthropic, StreamedThinkingAndCacheWriteUsage) {
     return sse(type, data);
   };
   script_server srv({stream({
-      ev("message_start", {{"message", {{"id", "msg_1"}, {"type", "message"}, {"role", "assistant"}, {"model", "claude-opus-4-1"},
-                                        {"content", json::array()}, {"stop_reason", nullptr},
-                                        {"usage", {{"input_tokens", 50}, {"cache_creation_input_tokens", 2500},
-                                                   {"cache_read_input_tokens", 0}, {"output_tokens", 1}}}}}}),
-      ev("content_block_start", {{"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}}),
-      ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "Two passes; "}}}}),
-      ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "fuse them."}}}}),
-      ev("content_block_delta", {{"index", 0}, {"delta", {{"type", "signature_delta"}, {"signature", "EqQBCgIYAh"}}}}),
+      ev("message_start", {{"message",
+                            {{"id", "msg_1"},
+                             {"type", "message"},
+                             {"role", "assistant"},
+                             {"model", "claude-opus-4-1"},
+                             {"content", json::array()},
+                             {"stop_reason", nullptr},
+                             {"usage",
+                              {{"input_tokens", 50},
+                               {"cache_creation_input_tokens", 2500},
+                               {"cache_read_input_tokens", 0},
+                               {"output_tokens", 1}}}}}}),
+      ev("content_block_start",
+         {{"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}}),
+      ev("content_block_delta",
+         {{"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "Two passes; "}}}}),
+      ev("content_block_delta",
+         {{"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "fuse them."}}}}),
+      ev("content_block_delta",
+         {{"index", 0}, {"delta", {{"type", "signature_delta"}, {"signature", "EqQBCgIYAh"}}}}),
       ev("content_block_stop", {{"index", 0}}),
-      ev("content_block_start", {{"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}}),
-      ev("content_block_delta", {{"index", 1}, {"delta", {{"type", "text_delta"}, {"text", "answer"}}}}),
+      ev("content_block_start",
+         {{"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}}),
+      ev("content_block_delta",
+         {{"index", 1}, {"delta", {{"type", "text_delta"}, {"text", "answer"}}}}),
       ev("content_block_stop", {{"index", 1}}),
       ev("ping", json::object()),
-      ev("message_delta", {{"delta", {{"stop_reason", "end_turn"}, {"stop_sequence", nullptr}}}, {"usage", {{"output_tokens", 420}}}}),
+      ev("message_delta", {{"delta", {{"stop_reason", "end_turn"}, {"stop_sequence", nullptr}}},
+                           {"usage", {{"output_tokens", 420}}}}),
       ev("message_stop", json::object()),
   })});
   fixture f;
   provider_config cfg = config_for("anthropic", srv.url(), "claude-opus-4-1");
   cfg.stream = true;
   cfg.thinking_budget_tokens = 2048;
-  f.make(cfg, price_table::from_json({{"claude-opus-4-1",
-                                       {{"input", 15.0}, {"output", 75.0}, {"cached_input", 1.5}, {"cache_write", 18.75}}}}));
+  f.make(
+      cfg,
+      price_table::from_json(
+          {{"claude-opus-4-1",
+            {{"input", 15.0}, {"output", 75.0}, {"cached_input", 1.5}, {"cache_write", 18.75}}}}));
   const completion c = f.client->call(small_request());
   ASSERT_TRUE(c.ok()) << c.error;
   EXPECT_EQ(c.text, "answer");
@@ -578,31 +679,37 @@ int run_check(std::vector<std::string> args) {
 }  // namespace
 
 TEST(LlmCheckOptions, EachNewOptionReachesTheWire) {
-  script_server srv({reply(200, R"({"model":"o3","choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"},
+  script_server srv(
+      {reply(
+           200,
+           R"({"model":"o3","choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"},
                                    {"index":1,"message":{"content":"ok"},"finish_reason":"stop"}]})"),
-                     reply(200, responses_ok), reply(200, anthropic_thinking), reply(200, anthropic_thinking),
-                     reply(200, anthropic_thinking)});
+       reply(200, responses_ok), reply(200, anthropic_thinking), reply(200, anthropic_thinking),
+       reply(200, anthropic_thinking)});
   const std::string url = srv.url() + "/v1";
-  ASSERT_EQ(run_check({"--provider", "openai", "--model", "o3", "--base-url", url, "--reasoning-effort", "low", "--n", "2",
-                       "--extra-body", R"({"seed": 7})", "--json"}),
-            check_exit_ok);
+  ASSERT_EQ(
+      run_check({"--provider", "openai", "--model", "o3", "--base-url", url, "--reasoning-effort",
+                 "low", "--n", "2", "--extra-body", R"({"seed": 7})", "--json"}),
+      check_exit_ok);
   json b = srv.body(0);
   EXPECT_EQ(b["reasoning_effort"], "low");
   EXPECT_EQ(b["max_completion_tokens"], 256);
   EXPECT_EQ(b["n"], 2);
   EXPECT_EQ(b["seed"], 7);
-  ASSERT_EQ(run_check({"--provider", "openai", "--model", "o4-mini", "--base-url", url, "--api", "responses"}),
+  ASSERT_EQ(run_check({"--provider", "openai", "--model", "o4-mini", "--base-url", url, "--api",
+                       "responses"}),
             check_exit_ok);
   EXPECT_EQ(srv.requests().at(1).path, "/v1/responses");
-  ASSERT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(), "--thinking-budget", "1024",
-                       "--no-prompt-cache"}),
+  ASSERT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(),
+                       "--thinking-budget", "1024", "--no-prompt-cache"}),
             check_exit_ok);
   b = srv.body(2);
   EXPECT_EQ(b["thinking"]["budget_tokens"], 1024);
   EXPECT_EQ(b["max_tokens"], 256 + 1024);
   EXPECT_TRUE(b["messages"][0]["content"].is_string());
   // --cache-probe: two identical long calls, breakpoints on system and prefix.
-  ASSERT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(), "--cache-probe"}),
+  ASSERT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(),
+                       "--cache-probe"}),
             check_exit_ok);
   ASSERT_EQ(srv.requests().size(), 5u);
   EXPECT_EQ(srv.requests().at(3).body, srv.requests().at(4).body);
@@ -611,24 +718,29 @@ TEST(LlmCheckOptions, EachNewOptionReachesTheWire) {
   EXPECT_TRUE(b["messages"][0]["content"][0].contains("cache_control"));
   EXPECT_GT(b["messages"][0]["content"][0]["text"].get<std::string>().size(), 4096u);
   // Bad values are configuration problems, before anything is sent.
-  EXPECT_EQ(run_check({"--provider", "openai", "--model", "o3", "--base-url", url, "--extra-body", "[1]"}),
+  EXPECT_EQ(run_check({"--provider", "openai", "--model", "o3", "--base-url", url, "--extra-body",
+                       "[1]"}),
             check_exit_config);
-  EXPECT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(), "--thinking-budget", "100"}),
+  EXPECT_EQ(run_check({"--provider", "anthropic", "--model", "c", "--base-url", srv.url(),
+                       "--thinking-budget", "100"}),
             check_exit_config);
   EXPECT_EQ(srv.requests().size(), 5u);
 }
 
 TEST(LlmCheckOptions, EveryModelOfLlmModelsIsChecked) {
-  script_server srv({reply(200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})"),
-                     reply(200, responses_ok)});
-  const auto dir = std::filesystem::temp_directory_path() / ("kopt-check-" + std::to_string(::getpid()));
+  script_server srv(
+      {reply(200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})"),
+       reply(200, responses_ok)});
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kopt-check-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "llm.json";
   std::ofstream(file) << json{{"llm",
                                {{"provider", "openai"},
                                 {"base_url", srv.url() + "/v1"},
-                                {"models", {{{"model", "gpt-4.1-mini"}, {"name", "cheap"}},
-                                            {{"model", "o3"}, {"api", "responses"}, {"tier", 1}}}},
+                                {"models",
+                                 {{{"model", "gpt-4.1-mini"}, {"name", "cheap"}},
+                                  {{"model", "o3"}, {"api", "responses"}, {"tier", 1}}}},
                                 {"selection", {{"policy", "bandit"}}}}}}
                              .dump();
   EXPECT_EQ(run_check({"--config", file.string(), "--json"}), check_exit_ok);

@@ -101,8 +101,9 @@ TEST_F(golden, first_with_items_dropped) {
   // their text is gone.
   EXPECT_EQ(r.dropped_items, (std::vector<std::string>{"measurements", "diagnosis:launch_bound",
                                                        "snippet:coalesced-access", "history:c9"}));
-  EXPECT_EQ(r.present_items, (std::vector<std::string>{"diagnosis:two_pass_reads",
-                                                       "snippet:vector-alignment-tails", "history:c7"}));
+  EXPECT_EQ(r.present_items,
+            (std::vector<std::string>{"diagnosis:two_pass_reads", "snippet:vector-alignment-tails",
+                                      "history:c7"}));
   EXPECT_EQ(r.text.find("Weighted fraction of speed of light"), std::string::npos);
   EXPECT_EQ(r.text.find("cached the row in shared memory"), std::string::npos);
   EXPECT_EQ(r.text.find("### Coalesced access"), std::string::npos);
@@ -186,11 +187,13 @@ TEST_F(golden, loop_templates_mark_the_stable_prefixes) {
     const std::string parent_prefix = r.text.substr(0, r.cache_breaks[1]);
     EXPECT_NE(parent_prefix.find("## Current kernel"), std::string::npos);
     EXPECT_NE(parent_prefix.find("## Measurements of the current kernel"), std::string::npos);
-    for (const char* later : {"## Earlier attempts", "## Techniques that may apply", "## Feedback", "## Your task"})
+    for (const char* later :
+         {"## Earlier attempts", "## Techniques that may apply", "## Feedback", "## Your task"})
       EXPECT_EQ(parent_prefix.find(later), std::string::npos) << later;
   }
   // The loop's templates open with the same bytes up to the second breakpoint.
-  const rendered a = set_.render("first", ctx), b = set_.render("revise", ctx), c = set_.render("broaden", ctx);
+  const rendered a = set_.render("first", ctx), b = set_.render("revise", ctx),
+                 c = set_.render("broaden", ctx);
   EXPECT_EQ(a.text.substr(0, a.cache_breaks[1]), b.text.substr(0, b.cache_breaks[1]));
   EXPECT_EQ(c.text.substr(0, c.cache_breaks[1]), b.text.substr(0, b.cache_breaks[1]));
 }
