@@ -228,7 +228,7 @@ const json& campaign_loop::variant_of(store::row_id id) {
 store::row_id campaign_loop::candidate_row(const json& variant, store::candidate_origin origin,
                                            std::optional<store::row_id> parent,
                                            std::optional<store::row_id> iteration,
-                                           const std::string& note) {
+                                           const std::string& note, const proposal* from) {
   const auto key = content_key(variant);
   if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
   store::candidate_record c;
@@ -242,6 +242,10 @@ store::row_id campaign_loop::candidate_row(const json& variant, store::candidate
   c.launch_plan = launch_plan;
   c.parameters = variant.value("parameters", json::object());
   c.provider = source_.name();
+  if (from) {
+    c.llm_call_id = from->llm_call_id;
+    if (!from->model.empty()) c.model = from->model;
+  }
   if (!note.empty()) c.note = note;
   const auto id = db_.add_candidate(c);
   // The maps run ahead of the commit; if the transaction rolls back the
@@ -497,6 +501,7 @@ void campaign_loop::iterate(std::int64_t n) {
     prompt_context ctx;
     ctx.op = &op_;
     ctx.iteration = n;
+    ctx.iteration_id = it_id;
     ctx.strategy = p.strategy;
     ctx.parent_id = p.parent_id;
     ctx.parent = parent;
@@ -510,8 +515,9 @@ void campaign_loop::iterate(std::int64_t n) {
     const source_answer a = source_.propose(ctx);
     store::transaction tx(db_.db());
     for (const auto& pr : a.proposals) {
-      const auto id = candidate_row(pr.candidate, pr.origin, p.parent_id, it_id, pr.note);
-      if (std::find(ids.begin(), ids.end(), id) == ids.end() && id != p.parent_id) ids.push_back(id);
+      const auto id = candidate_row(pr.candidate, pr.origin, p.parent_id, it_id, pr.note, &pr);
+      if (std::find(ids.begin(), ids.end(), id) == ids.end() && id != p.parent_id)
+        ids.push_back(id);
     }
     answer_info = {{"iteration", n},
                    {"candidate_ids", ids},
@@ -732,12 +738,18 @@ run_result campaign_loop::run(const run_limits& limits) {
     r.best_sol = st_.best_sol;
     r.summary = finished_.value_or(json::object());
     r.verified = r.summary.value("verified", false);
+    r.stopped_on_error = st_.fatal.has_value();
     return r;
   }
   if (c->state != store::campaign_state::running) db_.set_campaign_state(campaign_id_, store::campaign_state::running);
-  if (c->state != store::campaign_state::queued || st_.completed >= 0) {
+  // A fresh campaign is often already "running" (the daemon claims it
+  // first): it is a resume only when an earlier run left something behind.
+  if (st_.completed >= 0 ||
+      (c->state != store::campaign_state::queued && !db_.candidates_of(campaign_id_).empty())) {
     store::transaction tx(db_.db());
-    event("resumed", fmt::format("resuming after iteration {}", st_.completed),
+    event("resumed",
+          st_.completed >= 0 ? fmt::format("resuming after iteration {}", st_.completed)
+                             : std::string("resuming: setup had not finished, starting it again"),
           {{"completed", st_.completed}, {"cached_evaluations", cache_.size()}});
     tx.commit();
   }
@@ -748,6 +760,7 @@ run_result campaign_loop::run(const run_limits& limits) {
     if (auto reason = stop_reason()) {
       auto r = finalize(*reason);
       r.iterations_run = ran;
+      r.stopped_on_error = st_.fatal.has_value();
       return r;
     }
     if (limits.max_iterations && ran >= *limits.max_iterations) {

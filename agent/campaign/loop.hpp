@@ -119,6 +119,10 @@ struct run_limits {
 struct run_result {
   bool finished = false;  // false: paused by run_limits
   std::string stop_reason;
+  // The campaign stopped on an error, not on its budget or target: the
+  // candidate source gave up (revoked key, quota) or no starting candidate
+  // was correct. stop_reason says which, in words.
+  bool stopped_on_error = false;
   std::int64_t iterations_run = 0;
   std::optional<store::row_id> best_id;
   double best_sol = 0;
@@ -164,7 +168,8 @@ class campaign_loop {
                                                         std::optional<store::row_id> iteration_id);
   store::row_id candidate_row(const nlohmann::json& variant, store::candidate_origin origin,
                               std::optional<store::row_id> parent,
-                              std::optional<store::row_id> iteration, const std::string& note);
+                              std::optional<store::row_id> iteration, const std::string& note,
+                              const proposal* from = nullptr);
   store::row_id iteration_row(std::int64_t n, const plan& p);
   const nlohmann::json& variant_of(store::row_id id);
   std::map<std::string, workload_result> full_of(store::row_id id);

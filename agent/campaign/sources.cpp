@@ -134,7 +134,9 @@ std::string placeholder_prompt(const prompt_context& ctx) {
   return s;
 }
 
-composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup) {
+composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup,
+                               const std::set<std::string>& dropped,
+                               const std::string& template_name) {
   if (!ctx.op) throw kopt::error("compose_prompt: no operator");
   prompts::prompt_inputs in;
   in.op = ctx.op;
@@ -142,7 +144,9 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   auto parent = config::load_candidate_text(ctx.parent.dump(), "parent", ctx.op->file.parent_path(), *ctx.op);
   if (parent.ok()) {
     in.parent = *parent.cand;
-    in.parent_label = ctx.parent_id ? fmt::format("candidate {}", ctx.parent_id) : "seed";
+    in.parent_label = !ctx.parent_label.empty() ? ctx.parent_label
+                      : ctx.parent_id           ? fmt::format("candidate {}", ctx.parent_id)
+                                                : "seed";
   }
   // Measurements in the operator's workload order, and the diagnosis of the
   // workloads that weigh most (one finding per class, with its evidence).
@@ -163,8 +167,7 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   std::stable_sort(by_weight.begin(), by_weight.end(), [](auto* a, auto* b) { return a->weight > b->weight; });
   for (std::size_t i = 0; i < by_weight.size() && i < 4; ++i) {
     const auto& r = ctx.parent_results.at(by_weight[i]->id);
-    if (!r.diagnosis.is_object()) continue;  // null when not diagnosed (the fake evaluator)
-    for (const auto& f : r.diagnosis.value("findings", json::array())) {
+    for (const auto& f : findings_of(r.diagnosis)) {
       const std::string cls = f.value("class", "");
       if (cls.empty()) continue;
       const std::string line = by_weight[i]->id + ": " + f.value("summary", "");
@@ -188,11 +191,14 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   }
   if (!directives.empty()) in.feedback = "Techniques to consider:\n" + directives;
   composed_prompt out;
-  out.template_name = ctx.different_algorithm ? "broaden" : (in.measurements.empty() ? "first" : "revise");
+  out.template_name = !template_name.empty()    ? template_name
+                      : ctx.different_algorithm ? "broaden"
+                      : in.measurements.empty() ? "first"
+                                                : "revise";
   const json c = prompts::build_context(in);
   const auto set = prompts::template_set::load_directory(setup.template_dir);
-  out.system = set.render("system", c).text;
-  const auto user = set.render(out.template_name, c);
+  out.system = set.render("system", c, dropped).text;
+  const auto user = set.render(out.template_name, c, dropped);
   out.user = user.text;
   out.present_items = user.present_items;
   out.cache_breaks = user.cache_breaks;
@@ -263,6 +269,7 @@ source_answer llm_source::propose(const prompt_context& ctx) {
     rq.n = p.answers;
     rq.tag = fmt::format("iteration {} call {}/{}", ctx.iteration, p.index + 1, plans.size());
     rq.meta = p.meta(ctx, plans.size(), router_->label(p.arm));
+    rq.iteration_id = ctx.iteration_id;
     calls.push_back({&p, router_->client(p.arm).submit(std::move(rq))});
   }
   for (auto& f : calls) {
@@ -316,7 +323,7 @@ source_answer llm_source::propose(const prompt_context& ctx) {
         arm_of_source_[sha256_hex(candidate.value("source", ""))] = p.arm;
       }
       ++usable;
-      out.proposals.push_back({std::move(candidate), store::candidate_origin::llm, note});
+      out.proposals.push_back({std::move(candidate), store::candidate_origin::llm, note, c.record_id, c.model});
     }
     router_->record_call(p.arm, c, usable);
   }

@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "campaign/types.hpp"
@@ -61,7 +63,10 @@ struct composed_prompt {
   std::vector<std::string> present_items;
   std::vector<std::size_t> cache_breaks;  // in `user`: where stable prefixes end
 };
-composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup);
+// `dropped` removes the templates' own optional blocks (e.g. "measurements").
+composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup,
+                               const std::set<std::string>& dropped = {},
+                               const std::string& template_name = {});
 
 // The K calls of an iteration are planned by plan_calls (call_plan.hpp):
 // model per call (the router), strategy hint and optional per-call dropout,

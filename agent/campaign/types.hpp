@@ -63,6 +63,14 @@ struct workload_result {
   static workload_result from_json(const nlohmann::json& j);
 };
 
+// The findings of a diagnosis; none when there is no diagnosis (null: the
+// measurement failed, or an evaluator that diagnoses nothing).
+inline nlohmann::json findings_of(const nlohmann::json& diagnosis) {
+  if (!diagnosis.is_object()) return nlohmann::json::array();
+  const auto it = diagnosis.find("findings");
+  return it != diagnosis.end() && it->is_array() ? *it : nlohmann::json::array();
+}
+
 struct subject_result {
   std::string compile_status = "ok";
   std::map<std::string, workload_result> workloads;
@@ -89,6 +97,10 @@ class evaluator {
   virtual ~evaluator() = default;
   virtual eval_batch evaluate(const eval_request& rq) = 0;
   virtual void record(store::store& db, const eval_request& rq, const eval_batch& b) = 0;
+  // The GPU it measures on as the worker describes it (name, arch,
+  // sm_count, l2_bytes), for the prompts' GPU facts; {} when unknown. May
+  // start a worker, and then throws kopt::error when none can start.
+  virtual nlohmann::json device() { return nlohmann::json::object(); }
 };
 
 // Writes one compilation row (the parameter values) and one evaluation row
@@ -122,9 +134,11 @@ struct prompt_item {
 struct prompt_context {
   const config::operator_config* op = nullptr;
   std::int64_t iteration = 0;
-  std::string strategy;  // improve, diverse, restart_elite, new_algorithm
+  std::optional<store::row_id> iteration_id;  // its store row: LLM calls are recorded against it
+  std::string strategy;                       // improve, diverse, restart_elite, new_algorithm
   store::row_id parent_id = 0;
-  nlohmann::json parent;  // variant
+  std::string parent_label;  // how the prompt names the parent; empty: "candidate N" or "seed"
+  nlohmann::json parent;     // variant
   param_values parent_point;
   std::map<std::string, workload_result> parent_results;  // full stage
   std::vector<prompt_item> items;                         // after dropout and masking
@@ -139,6 +153,8 @@ struct proposal {
   nlohmann::json candidate;  // variant (defaults = the point to evaluate)
   store::candidate_origin origin = store::candidate_origin::llm;
   std::string note;
+  std::optional<store::row_id> llm_call_id;  // the recorded call whose answer this is
+  std::string model;                         // the model that answered, when one did
 };
 
 struct source_answer {

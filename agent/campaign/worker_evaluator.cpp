@@ -32,7 +32,7 @@ worker_evaluator::~worker_evaluator() {
 const json& worker_evaluator::start() {
   if (started_) return device_;
   // hello carries the device under "device" (and the calibration beside it).
-  device_ = client_.start().value("device", json::object());
+  device_ = client_.start().device;
   started_ = true;
   if (!o_.peaks_file.empty())
     peaks_ = harness::find_peaks(harness::load_peak_table(o_.peaks_file), device_.value("name", ""));
@@ -50,24 +50,24 @@ void worker_evaluator::stop() {
   started_ = false;
 }
 
-json worker_request(const config::operator_config& op, const eval_request& rq, const worker_eval_options& o) {
-  json subj = json::array();
+protocol::evaluate_request worker_request(const config::operator_config& op, const eval_request& rq,
+                                          const worker_eval_options& o) {
+  protocol::evaluate_request req;
+  req.operator_snapshot = op.snapshot();
   for (const auto& s : rq.subjects)
-    subj.push_back({{"role", s.role}, {"candidate", s.candidate}, {"parameters", json(s.parameters)}});
-  json req = {{"operator", op.snapshot()},
-              {"subjects", subj},
-              {"workloads", rq.workloads},
-              {"settings",
-               {{"seeds", o.seeds},
-                {"base_seed", rq.base_seed},
-                {"time_reference", false},
-                {"launch_timeout_ms", o.launch_timeout_ms},
-                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}}}}};
+    req.subjects.push_back({s.role, s.candidate, {s.parameters.begin(), s.parameters.end()}});
+  req.workloads = rq.workloads;
+  req.settings.seeds = o.seeds;
+  req.settings.base_seed = rq.base_seed;
+  req.settings.time_reference = false;
+  req.settings.launch_timeout_ms = o.launch_timeout_ms;
+  req.settings.timing.min_time_s = o.min_time_s;
+  req.settings.timing.max_time_s = o.max_time_s;
   // Counters for the promising candidates only (docs/campaign.md): the full
   // sweep and the winner's verification, never the cheap screening stage.
   if (!o.counters.empty() && o.counters != "none" &&
       std::find(o.counter_stages.begin(), o.counter_stages.end(), rq.stage) != o.counter_stages.end())
-    req["settings"]["counters"] = o.counters;
+    req.settings.counters = o.counters;
   return req;
 }
 
@@ -82,12 +82,12 @@ eval_batch batch_from_report(const config::operator_config& op, const eval_reque
     auto sum = runner::summarize(op, d->report, s.role, peaks);
     subject_result r;
     if (auto it = d->report.compiled.find(s.role); it != d->report.compiled.end())
-      r.compile_status = it->second.value("status", "compile_error");
+      r.compile_status = protocol::to_string(it->second.status);
     for (const auto& row : sum.rows) {
       if (std::find(rq.workloads.begin(), rq.workloads.end(), row.workload) == rq.workloads.end())
         continue;
       workload_result w;
-      w.status = row.status;
+      w.status = protocol::to_string(row.status);
       w.message = row.message;
       w.median_ns = row.median_ns;
       w.sol_fraction = row.sol_fraction;

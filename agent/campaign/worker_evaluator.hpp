@@ -34,7 +34,8 @@ struct worker_eval_options {
 // (agent/daemon/pool.cpp): the evaluate request for `rq`, the batch built
 // from a worker's report (summaries with SOL and diagnosis kept for
 // record), and the recording of such a batch.
-nlohmann::json worker_request(const config::operator_config& op, const eval_request& rq, const worker_eval_options& o);
+protocol::evaluate_request worker_request(const config::operator_config& op, const eval_request& rq,
+                                          const worker_eval_options& o);
 eval_batch batch_from_report(const config::operator_config& op, const eval_request& rq, runner::evaluation_report rep,
                              const std::optional<harness::gpu_peaks>& peaks);
 void record_worker_batch(store::store& db, const eval_request& rq, const eval_batch& b);
@@ -47,6 +48,7 @@ class worker_evaluator final : public evaluator {
   const nlohmann::json& start();
   eval_batch evaluate(const eval_request& rq) override;
   void record(store::store& db, const eval_request& rq, const eval_batch& b) override;
+  nlohmann::json device() override { return start(); }
   void stop();
 
  private:

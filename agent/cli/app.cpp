@@ -3,7 +3,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/exit_codes.hpp"
 #include "common/error.hpp"
@@ -43,9 +47,96 @@ void setup_logging() {
   spdlog::set_level(spdlog::level::warn);
 }
 
+// Set by run() when the command line asks for --json: errors then also
+// go to stdout as a JSON object, so that a script reading stdout sees them.
+bool g_json_errors = false;
+
+const char* status_name(int code) {
+  switch (code) {
+    case exit_invalid:
+      return "invalid_input";
+    case exit_usage:
+      return "usage";
+    case exit_not_found:
+      return "not_found";
+    case exit_store:
+      return "store_error";
+    case exit_no_gpu:
+      return "no_gpu";
+    case exit_provider:
+      return "provider_error";
+    case exit_interrupted:
+      return "interrupted";
+    case exit_internal:
+      return "internal_error";
+    default:
+      return "error";
+  }
+}
+
 int fail(int code, const std::string& message) {
   std::cerr << "kopt: " << message << '\n';
+  if (g_json_errors)
+    std::cout << nlohmann::json{{"error",
+                                 {{"status", status_name(code)},
+                                  {"message", message},
+                                  {"exit_code", code}}}}
+                     .dump(2)
+              << '\n';
   return code;
+}
+
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and swaps of neighbours (lsit -> list is one edit).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// "Did you mean" for a command word that is not a subcommand where one is
+// required (kopt lsit, kopt kb serch); empty when nothing is close.
+std::string suggest_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* cur = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string t = argv[i];
+    if (t.rfind("-", 0) == 0) {
+      if (t == "--db" || t == "--busy-timeout-ms") ++i;  // their value
+      continue;
+    }
+    CLI::App* sub = nullptr;
+    for (auto* c : cur->get_subcommands({}))
+      if (c->check_name(t)) sub = c;
+    if (sub) {
+      cur = sub;
+      continue;
+    }
+    if (cur->get_subcommands({}).empty()) return "";
+    std::string best;
+    std::size_t best_d = 3;
+    for (auto* c : cur->get_subcommands({})) {
+      const std::size_t d = edit_distance(t, c->get_name());
+      if (d < best_d || (c->get_name().rfind(t, 0) == 0 && t.size() >= 2 && best_d > 1)) {
+        best_d = c->get_name().rfind(t, 0) == 0 ? 1 : d;
+        best = c->get_name();
+      }
+    }
+    std::string path;
+    for (CLI::App* p = cur; p != nullptr && p->get_parent() != nullptr; p = p->get_parent())
+      path = p->get_name() + " " + path;
+    if (best.empty()) return "'" + t + "' is not a kopt " + (path.empty() ? "" : path) + "command";
+    return "'" + t + "' is not a kopt " + (path.empty() ? "" : path) +
+           "command; did you mean 'kopt " + path + best + "'?";
+  }
+  return "";
 }
 
 }  // namespace
@@ -60,7 +151,6 @@ application build_app() {
   context& ctx = *a.ctx;
 
   app.set_version_flag("--version", std::string("kopt ") + KOPT_VERSION);
-  app.footer(footer);
   app.require_subcommand(1);
   // Global options are accepted after the subcommand too (kopt list --db x).
   app.fallthrough();
@@ -93,6 +183,9 @@ application build_app() {
 #endif
   // `kopt llm check` talks to the provider only; it records nothing.
   kopt::llm::register_llm_cli(app);
+  // Set after the subcommands exist: CLI11 copies a parent's footer into
+  // subcommands made later, and each command has its own examples.
+  app.footer(footer);
   return a;
 }
 
@@ -100,6 +193,8 @@ int run(int argc, char** argv) {
   application a = build_app();
   CLI::App& app = *a.app;
   setup_logging();
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") g_json_errors = true;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -113,7 +208,14 @@ int run(int argc, char** argv) {
     if (std::string(e.what()) != "Runtime error") std::cerr << "kopt: " << e.what() << '\n';
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    std::cerr << "kopt: " << e.what() << "\nRun 'kopt --help' for usage.\n";
+    const std::string hint = suggest_command(app, argc, argv);
+    std::string msg = hint.empty() ? std::string(e.what()) : hint;
+    if (g_json_errors) {
+      fail(exit_usage, msg);
+    } else {
+      std::cerr << "kopt: " << msg << '\n';
+    }
+    std::cerr << "Run 'kopt --help' for usage.\n";
     return exit_usage;
   } catch (const kopt::not_found_error& e) {
     return fail(exit_not_found, e.what());

@@ -92,7 +92,7 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   auto median = [](const runner::evaluation_summary* s, const std::string& id) -> double {
     if (!s) return 0;
     for (const auto& r : s->rows)
-      if (r.workload == id && r.status == "ok") return r.median_ns;
+      if (r.workload == id && r.status == protocol::outcome::ok) return r.median_ns;
     return 0;
   };
   for (const auto& w : op.workloads) {
@@ -106,7 +106,7 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   if (best) {
     b.worst_role = best->role;
     for (const auto& r : best->rows) {
-      const double f = r.status == "ok" && r.sol_fraction ? *r.sol_fraction : 0.0;
+      const double f = r.status == protocol::outcome::ok && r.sol_fraction ? *r.sol_fraction : 0.0;
       if (!b.worst_sol || f < *b.worst_sol) {
         b.worst_sol = f;
         b.worst_workload = r.workload;
@@ -115,9 +115,10 @@ void conclude(bench_op& b, const config::operator_config& op, double launch_boun
   }
   b.status = "ok";
   for (const auto* s : {b.reference ? &*b.reference : nullptr, b.baseline ? &*b.baseline : nullptr})
-    if (s && s->overall_status != "ok") {
+    if (s && s->overall_status != protocol::outcome::ok) {
       b.status = "failed";
-      b.message += fmt::format("{}{}: {}", b.message.empty() ? "" : "; ", s->role, s->overall_status);
+      b.message += fmt::format("{}{}: {}", b.message.empty() ? "" : "; ", s->role,
+                               protocol::to_string(s->overall_status));
     }
 }
 
@@ -269,6 +270,15 @@ operator and exits with code 5. Exit code 1 when a config is invalid or a kernel
       std::erase_if(paths, [&](const fs::path& p) { return !want.count(p.stem().string()); });
     }
 
+    // Steps: every workload of every selected operator (an invalid config
+    // counts none).
+    std::size_t total_workloads = 0;
+    if (!o->list && !o->json)
+      for (const auto& p : paths)
+        if (auto l = config::load_operator_file(p.string()); l.ok())
+          total_workloads += l.op->workloads.size();
+    progress_meter progress(!o->list && !o->json, total_workloads);
+    std::size_t op_index = 0;
     std::vector<bench_op> results;
     bool gpu = true;
     std::string no_gpu_reason;
@@ -277,6 +287,7 @@ operator and exits with code 5. Exit code 1 when a config is invalid or a kernel
     for (const auto& p : paths) {
       bench_op b;
       b.name = p.stem().string();
+      ++op_index;
       b.config = p.string();
       auto loaded = config::load_operator_file(p.string());
       for (const auto& d : loaded.diagnostics)
@@ -308,7 +319,11 @@ operator and exits with code 5. Exit code 1 when a config is invalid or a kernel
       eval_options run = o->run;
       run.time_reference = true;
       spdlog::info("bench: {} ({} workloads)", b.name, wl.size());
-      eval_outcome out = run_evaluation(op, subjects, wl, run, o->no_store ? nullptr : &ctx, "bench");
+      progress.phase(
+          fmt::format("[{}/{}] {} ({} workloads)", op_index, paths.size(), b.name, wl.size()));
+      eval_outcome out = run_evaluation(op, subjects, wl, run, o->no_store ? nullptr : &ctx,
+                                        "bench", std::nullopt, std::nullopt, &progress);
+      if (!out.gpu) progress.note(fmt::format("compile checks done"));
       if (!out.gpu) {
         gpu = false;
         no_gpu_reason = out.no_gpu_reason;
@@ -334,6 +349,7 @@ operator and exits with code 5. Exit code 1 when a config is invalid or a kernel
       status.code = code;
       return;
     }
+    progress.finish();
     const totals t = suite_totals(results);
     if (o->json) {
       std::cout << bench_to_json(results, t, gpu, no_gpu_reason, device, o->launch_bound_us).dump(2) << '\n';

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -79,8 +80,12 @@ Needs a GPU for correctness and timing; without one it compile-checks and exits 
     }
     const std::vector<std::string> wl = resolve_workloads(op, o->workloads, o->config);
 
-    eval_outcome out =
-        run_evaluation(op, subjects, wl, o->run, o->no_store ? nullptr : &ctx, "full");
+    progress_meter progress(!o->json,
+                            wl.size() * static_cast<std::size_t>(std::max(1, o->run.repeat)));
+    progress.phase(op.name + ": " + std::to_string(wl.size()) + " workloads");
+    eval_outcome out = run_evaluation(op, subjects, wl, o->run, o->no_store ? nullptr : &ctx,
+                                      "full", std::nullopt, std::nullopt, &progress);
+    progress.finish();
     if (o->json) {
       std::cout << out.to_json().dump(2) << '\n';
     } else {

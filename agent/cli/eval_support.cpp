@@ -149,7 +149,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
                             const std::vector<std::string>& workloads, const eval_options& o,
                             const context* ctx, const std::string& stage,
                             std::optional<std::int64_t> campaign_id,
-                            std::optional<std::int64_t> iteration_id) {
+                            std::optional<std::int64_t> iteration_id, progress_meter* progress) {
   eval_outcome out;
   runner::worker_options wo;
   wo.worker_exe = o.worker;
@@ -158,6 +158,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   if (wo.worker_exe.empty()) wo.worker_exe = runner::default_worker_exe();
   runner::worker_client client(wo);
   const auto start_t0 = std::chrono::steady_clock::now();
+  if (progress) progress->note("starting the worker");
   try {
     client.start();
     out.worker_start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_t0).count();
@@ -170,6 +171,10 @@ eval_outcome run_evaluation(const config::operator_config& op,
   // holds this evaluation.
   std::optional<store::store> db;
   store::row_id operator_id = 0;
+  // A campaign created here belongs to this evaluation, which must end it
+  // (done or failed): nothing else will, and a `running` row would look like
+  // work in progress forever. A caller's campaign is the caller's to end.
+  const bool owns_campaign = ctx && !campaign_id;
   if (ctx) {
     db.emplace(ctx->open_writer());
     operator_id = store_operator(*db, op).operator_id;
@@ -185,6 +190,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
   }
 
   if (!out.gpu) {
+    if (progress) progress->note("no GPU: compile-checking for " + o.arch);
     out.compile_checks = compile_check_all(op, subjects, o);
     out.exit_code = exit_no_gpu;
     if (db) {
@@ -217,87 +223,108 @@ eval_outcome run_evaluation(const config::operator_config& op,
       ev.kind = "needs_gpu";
       ev.message = "compile-checked only; correctness and timing need a GPU: " + out.no_gpu_reason;
       db->add_event(ev);
-      if (stage == "eval")
+      if (owns_campaign)
         db->set_campaign_state(*campaign_id, store::campaign_state::failed,
                                "no GPU: " + out.no_gpu_reason);
     }
     return out;
   }
 
-  json subj = json::array();
-  for (const auto& s : subjects) {
-    json sj = {{"role", s.role}, {"candidate", s.candidate}};
-    if (!s.parameters.empty()) sj["parameters"] = s.parameters;
-    subj.push_back(sj);
-  }
-  json req = {{"operator", op.snapshot()},
-              {"subjects", subj},
-              {"workloads", workloads},
-              {"settings",
-               {{"seeds", o.seeds},
-                {"base_seed", o.base_seed},
-                {"time_reference", o.time_reference},
-                {"launch_timeout_ms", o.launch_timeout_ms},
-                {"recompile", o.recompile},
-                {"clock", o.clock},
-                {"timing", {{"min_time_s", o.min_time_s}, {"max_time_s", o.max_time_s}}},
-                {"counters", o.counters}}}};
-  if (!o.metrics.empty()) req["settings"]["metrics"] = o.metrics;
-  // Counters (kopt profile) come from a separate --profile-only worker.
-  runner::worker_client profiler(runner::profiler_options(wo));
-  std::optional<harness::gpu_peaks> peaks;  // looked up once the first report names the GPU
-  std::vector<std::string> roles;
-  for (const auto& s : subjects) roles.push_back(s.role);
-  if (o.time_reference) roles.push_back("reference");
-  using steady = std::chrono::steady_clock;
-  for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
-    eval_timing t;
-    const auto t0 = steady::now();
-    out.report = runner::evaluate_with_counters(client, &profiler, req, [](const json& m) {
-      if (m.value("type", "") == "workload_result")
-        spdlog::info("workload {} done", m.value("workload", ""));
-    });
-    const auto t1 = steady::now();
-    t.request_s = std::chrono::duration<double>(t1 - t0).count();
-    for (const auto& [role, msg] : out.report.compiled) {
-      if (role == "reference" || !msg.contains("compile")) continue;
-      const json& c = msg.at("compile");
-      ++t.compiles;
-      if (c.value("cached", false)) ++t.compiles_cached;
-      t.compile_ms = std::max(t.compile_ms, c.value("duration_ms", 0.0));
+  try {
+    protocol::evaluate_request req;
+    req.operator_snapshot = op.snapshot();
+    for (const auto& s : subjects) {
+      protocol::subject ps{s.role, s.candidate, {}};
+      if (s.parameters.is_object())
+        ps.parameters = s.parameters.get<std::map<std::string, std::int64_t>>();
+      req.subjects.push_back(std::move(ps));
     }
-    if (rep == 0) {
-      if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
-        peaks = harness::find_peaks(harness::load_peak_table(pf), out.report.device.value("name", ""));
-      if (!peaks)
-        spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
-                     out.report.device.value("name", ""));
+    req.workloads = workloads;
+    req.settings.seeds = o.seeds;
+    req.settings.base_seed = o.base_seed;
+    req.settings.time_reference = o.time_reference;
+    req.settings.launch_timeout_ms = o.launch_timeout_ms;
+    req.settings.recompile = o.recompile;
+    req.settings.clock = json(o.clock).get<protocol::clock_kind>();
+    req.settings.timing.min_time_s = o.min_time_s;
+    req.settings.timing.max_time_s = o.max_time_s;
+    req.settings.counters = o.counters;
+    req.settings.metrics = o.metrics;
+    // Counters (kopt profile) come from a separate --profile-only worker.
+    runner::worker_client profiler(runner::profiler_options(wo));
+    std::optional<harness::gpu_peaks> peaks;  // looked up once the first report names the GPU
+    std::vector<std::string> roles;
+    for (const auto& s : subjects) roles.push_back(s.role);
+    if (o.time_reference) roles.push_back("reference");
+    using steady = std::chrono::steady_clock;
+    for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
+      eval_timing t;
+      const auto t0 = steady::now();
+      out.report =
+          runner::evaluate_with_counters(client, &profiler, req, [progress](const protocol::message& m) {
+            if (const auto* r = std::get_if<protocol::workload_result>(&m)) {
+              spdlog::info("workload {} done", r->workload);
+              if (progress) progress->step("workload " + r->workload);
+            }
+          });
+      const auto t1 = steady::now();
+      t.request_s = std::chrono::duration<double>(t1 - t0).count();
+      for (const auto& [role, msg] : out.report.compiled) {
+        if (role == "reference" || msg.compile.empty()) continue;
+        const json& c = msg.compile;
+        ++t.compiles;
+        if (c.value("cached", false)) ++t.compiles_cached;
+        t.compile_ms = std::max(t.compile_ms, c.value("duration_ms", 0.0));
+      }
+      if (rep == 0) {
+        if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
+          peaks = harness::find_peaks(harness::load_peak_table(pf),
+                                      out.report.device.value("name", ""));
+        if (!peaks)
+          spdlog::warn("no peak figures for GPU '{}': fractions of speed of light are not computed",
+                       out.report.device.value("name", ""));
+      }
+      out.summaries.clear();
+      for (const auto& r : roles)
+        out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
+      // With --repeat, a failure in any run fails the command, not only in the last.
+      for (const auto& [r, sm] : out.summaries)
+        if (sm.overall_status != protocol::outcome::ok) out.exit_code = exit_invalid;
+      if (db) {
+        out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
+                                                  subjects, out.report, out.summaries, stage);
+        for (const auto& e : out.report.events) {
+          store::event_record ev;
+          ev.campaign_id = *campaign_id;
+          ev.kind = "worker_restart";
+          ev.message = e;
+          db->add_event(ev);
+        }
+      }
+      t.store_s = std::chrono::duration<double>(steady::now() - t1).count();
+      out.timings.push_back(t);
+      if (o.repeat > 1)
+        spdlog::info(
+            "run {}/{}: {:.3f} s from request to stored result ({} of {} compiles cached, longest "
+            "{:.0f} ms)",
+            rep + 1, o.repeat, t.total_s(), t.compiles_cached, t.compiles, t.compile_ms);
     }
-    out.summaries.clear();
-    for (const auto& r : roles) out.summaries[r] = runner::summarize(op, out.report, r, peaks, workloads);
-    // With --repeat, a failure in any run fails the command, not only in the last.
-    for (const auto& [r, sm] : out.summaries)
-      if (sm.overall_status != "ok") out.exit_code = exit_invalid;
-    if (db) {
-      out.candidate_ids = runner::record_report(*db, *campaign_id, iteration_id, operator_id,
-                                                subjects, out.report, out.summaries, stage);
-      for (const auto& e : out.report.events) {
-        store::event_record ev;
-        ev.campaign_id = *campaign_id;
-        ev.kind = "worker_restart";
-        ev.message = e;
-        db->add_event(ev);
+    client.stop();
+    profiler.stop();
+  } catch (const std::exception& e) {
+    // A request the worker refused, a worker that cannot be restarted, a
+    // store error: the owned campaign ends failed with the reason.
+    if (db && owns_campaign) {
+      try {
+        db->set_campaign_state(*campaign_id, store::campaign_state::failed,
+                               std::string("evaluation failed: ") + e.what());
+      } catch (const std::exception& e2) {
+        spdlog::error("campaign {}: cannot record the failure: {}", *campaign_id, e2.what());
       }
     }
-    t.store_s = std::chrono::duration<double>(steady::now() - t1).count();
-    out.timings.push_back(t);
-    if (o.repeat > 1)
-      spdlog::info("run {}/{}: {:.3f} s from request to stored result ({} of {} compiles cached, longest {:.0f} ms)",
-                   rep + 1, o.repeat, t.total_s(), t.compiles_cached, t.compiles, t.compile_ms);
+    throw;
   }
-  client.stop();
-  profiler.stop();
-  if (db && stage == "eval")
+  if (db && owns_campaign)
     db->set_campaign_state(*campaign_id, store::campaign_state::done, "evaluated");
   return out;
 }

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "campaign/session.hpp"
 #include "cli/context.hpp"
+#include "cli/progress.hpp"
 #include "config/operator.hpp"
 #include "runner/evaluation.hpp"
 #include "runner/record.hpp"
@@ -59,6 +61,13 @@ std::vector<std::string> resolve_workloads(const config::operator_config& op, co
 // Finds configs/hardware/gpus.json (or the --peaks file).
 std::string find_peaks_file(const std::string& flag);
 
+// The campaign session's settings for `kopt run` (run.cpp): the
+// --llm-config file's "llm" section (or the whole file), kopt's own
+// knowledge base and templates, the peak table, the counters tier.
+campaign::session_options run_session_options(const std::string& provider,
+                                              const std::string& llm_config,
+                                              const eval_options& run, const std::string& counters);
+
 struct compile_check {
   std::string role;
   std::string status;  // ok, compile_error, timeout, crashed, rejected_integrity
@@ -93,12 +102,14 @@ struct eval_outcome {
 };
 
 // ctx == nullptr: do not store. `stage` is recorded on every evaluation.
+// `progress`, when given, gets a step per workload evaluated.
 eval_outcome run_evaluation(const config::operator_config& op,
                             const std::vector<runner::subject_spec>& subjects,
                             const std::vector<std::string>& workloads, const eval_options& o,
                             const context* ctx, const std::string& stage,
                             std::optional<std::int64_t> campaign_id = std::nullopt,
-                            std::optional<std::int64_t> iteration_id = std::nullopt);
+                            std::optional<std::int64_t> iteration_id = std::nullopt,
+                            progress_meter* progress = nullptr);
 
 // Compile-only check of subjects (and the reference) for o.arch, through
 // isolated `kopt-worker compile` children. Works without a GPU.

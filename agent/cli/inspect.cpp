@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "cli/validators.hpp"
 #include "common/error.hpp"
 #include "report/data.hpp"
 #include "report/views.hpp"
@@ -27,15 +28,17 @@ std::string cost_pair(double spent, const std::optional<double>& limit) {
 }
 
 void print_campaign_table(const std::vector<store::campaign_record>& cs) {
+  // BEST is the score (weighted fraction of speed of light) of the best
+  // candidate, CAND its id.
   text_table t({"ID", "STATE", "PRI", "OPERATOR", "TEAM", "PROVIDER", "ITERS", "TOKENS", "COST",
-                "BEST", "CREATED"});
+                "BEST", "CAND", "CREATED"});
   for (const auto& c : cs) {
     t.add({std::to_string(c.id), std::string(store::to_string(c.state)), std::to_string(c.priority),
            c.operator_name, c.team.empty() ? "-" : c.team,
            c.provider + (c.model.empty() ? "" : ":" + c.model),
            budget_pair(c.spent_iterations, c.budget.iterations), std::to_string(c.spent_tokens),
-           cost_pair(c.spent_cost_usd, c.budget.cost_usd), fmt_opt(c.best_candidate_id),
-           fmt_time(c.created_at)});
+           cost_pair(c.spent_cost_usd, c.budget.cost_usd), fmt_opt(c.best_score, 3),
+           fmt_opt(c.best_candidate_id), fmt_time(c.created_at)});
   }
   t.print(std::cout);
 }
@@ -168,7 +171,7 @@ void register_status(CLI::App& app, context& ctx) {
       json arr = json::array();
       for (const auto& c : active) arr.push_back(to_json(c));
       print_json({{"database", s.path()},
-                  {"schema_version", s.db().pragma_int("user_version")},
+                  {"schema_version", s.file_schema_version()},
                   {"campaigns", counts},
                   {"active", arr}});
     } else {
@@ -227,7 +230,7 @@ void show_campaign(store::store& s, const show_options& o) {
   std::cout << "\n\nworkloads\n";
   text_table wt({"ID", "KEY", "WEIGHT", "AXES"});
   for (const auto& w : workloads) {
-    wt.add({std::to_string(w.id), w.key, fmt_double(w.weight, 3), w.axes.dump()});
+    wt.add({std::to_string(w.id), w.key, fmt_sig(w.weight, 4), w.axes.dump()});
   }
   wt.print(std::cout);
   if (!events.empty()) {
@@ -304,9 +307,25 @@ void print_llm_calls(const json& r) {
     std::cout << "\nLLM call " << c["id"] << " (" << c.value("provider", "") << " / " << c.value("model", "") << ", "
               << c.value("status", "") << ", " << c["prompt_tokens"] << "+" << c["completion_tokens"] << " tokens, $"
               << fmt_double(c.value("cost_usd", 0.0), 4) << ")"
-              << (link == "iteration" ? ": a call of this candidate's iteration (not linked to one candidate)" : "")
-              << "\n--- prompt\n" << c.value("prompt", "") << "\n--- response\n"
-              << (c["response"].is_string() ? c["response"].get<std::string>() : std::string("(none)")) << '\n';
+              << (link == "iteration"
+                      ? ": a call of this candidate's iteration (not linked to one candidate)"
+                      : "")
+              << '\n';
+    // The prompt is stored as {"system": ..., "messages": [...]}: print
+    // each part as the model saw it; anything else as stored.
+    const json pj = json::parse(c.value("prompt", ""), nullptr, false);
+    if (pj.is_object() && pj.contains("messages")) {
+      if (!pj.value("system", "").empty())
+        std::cout << "--- system\n" << pj.value("system", "") << '\n';
+      for (const auto& m : pj.at("messages"))
+        std::cout << "--- " << m.value("role", "user") << '\n' << m.value("content", "") << '\n';
+    } else {
+      std::cout << "--- prompt\n" << c.value("prompt", "") << '\n';
+    }
+    std::cout << "--- answer\n"
+              << (c["response"].is_string() ? c["response"].get<std::string>()
+                                            : std::string("(none)"))
+              << '\n';
   }
 }
 
@@ -328,7 +347,11 @@ void show_candidate(store::store& s, const show_options& o) {
   const json research = candidate_research(s, *cand);
   std::cout << "candidate " << cand->id << " [" << store::to_string(cand->origin)
             << "] of campaign " << cand->campaign_id << '\n';
-  std::cout << "  iteration    " << fmt_opt(cand->iteration_id) << '\n';
+  // The iteration's number in its campaign (as in `kopt log`), not its row id.
+  if (research["iteration"].is_object() && research["iteration"]["number"].is_number())
+    std::cout << "  iteration    " << research["iteration"]["number"].get<std::int64_t>() << '\n';
+  else
+    std::cout << "  iteration    -" << (cand->iteration_id ? "" : " (setup)") << '\n';
   std::cout << "  parent       " << fmt_opt(cand->parent_id) << '\n';
   if (cand->provider) {
     std::cout << "  provider     " << *cand->provider << (cand->model ? " / " + *cand->model : "")
@@ -375,7 +398,7 @@ void register_show(CLI::App& app, context& ctx) {
   auto co = std::make_shared<show_options>();
   CLI::App* campaign = show->add_subcommand(
       "campaign", "A campaign: state, budgets, operator, workloads, candidates, recent events");
-  campaign->add_option("id", co->id, "campaign id")->required()->check(CLI::PositiveNumber);
+  campaign->add_option("id", co->id, "campaign id")->required()->check(positive_id("campaign id"));
   campaign->add_option("--events", co->events, "how many recent events to show")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -390,7 +413,9 @@ void register_show(CLI::App& app, context& ctx) {
   auto ko = std::make_shared<show_options>();
   CLI::App* candidate = show->add_subcommand(
       "candidate", "A candidate: source, launch plan, compilations, per-workload evaluations");
-  candidate->add_option("id", ko->id, "candidate id")->required()->check(CLI::PositiveNumber);
+  candidate->add_option("id", ko->id, "candidate id")
+      ->required()
+      ->check(positive_id("candidate id"));
   candidate->add_flag("--json", ko->json, "print JSON on stdout (source included)");
   candidate->callback([ko, &ctx] {
     store::store s = ctx.open_reader();

@@ -172,6 +172,10 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
   CLI::App* cmd = group.add_subcommand("show", "Print one knowledge-base document");
   cmd->add_option("id", o->id, "document id (file name without .md)")->required();
   cmd->add_flag("--json", o->json_out, "print the parsed document as JSON");
+  cmd->footer(
+      "Ids are file names without .md; 'kopt kb search' lists them.\n"
+      "Examples:\n  kopt kb search -o gemm cp.async\n  kopt kb show <id>\n"
+      "  kopt kb show <id> --json");
   cmd->callback([o] {
     const kb::load_result lr = load(*o);
     report_skipped(lr);
@@ -274,10 +278,10 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
                    {"workloads", sum.rows.size()},
                    {"ok", sum.ok},
                    {"weighted_sol_fraction", sum.weighted_sol_fraction}};
-    if (sum.overall_status != "ok" && rc.problem.empty()) {
-      rc.problem = role + " kernel: " + sum.overall_status;
+    if (sum.overall_status != protocol::outcome::ok && rc.problem.empty()) {
+      rc.problem = role + " kernel: " + std::string(protocol::to_string(sum.overall_status));
       for (const auto& r : sum.rows)
-        if (r.status != "ok") {
+        if (r.status != protocol::outcome::ok) {
           rc.problem += " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
           break;
         }
@@ -433,6 +437,10 @@ void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
                  "extra directory of documents (repeatable; added to kopt's own)")
       ->type_name("DIR");
   group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own documents (techniques and references)");
+  group->footer(
+      "Examples:\n  kopt kb search --bottleneck latency-bound --operator gemm cp.async\n"
+      "  kopt kb show <id>\n  kopt kb lint --kb-dir my-techniques/\n"
+      "Operator classes and how a config's op_type maps to one: docs/knowledge-base.md.");
   add_search(*group, o);
   add_show(*group, o);
   add_lint(*group, o, status);

@@ -36,8 +36,8 @@ std::string render_profile(const eval_outcome& out) {
     s += "\n" + runner::render_table(sum);
     for (const auto& r : sum.rows) {
       s += fmt::format("\n{} / {}: ", role, r.workload);
-      if (r.status != "ok") {
-        s += "not profiled (" + r.status + ")\n";
+      if (r.status != protocol::outcome::ok) {
+        s += "not profiled (" + std::string(protocol::to_string(r.status)) + ")\n";
         continue;
       }
       const json& c = r.counters;

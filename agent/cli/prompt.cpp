@@ -13,17 +13,12 @@
 #include <memory>
 #include <set>
 
+#include "campaign/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/render.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "config/operator.hpp"
-#include "prompts/context.hpp"
-#include "prompts/engine.hpp"
-
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::cli {
 
@@ -33,15 +28,20 @@ using nlohmann::json;
 
 struct prompt_options {
   std::string config_file;
-  std::string template_name = "first";
+  std::string template_name;  // empty: the one the campaign would use
   std::vector<std::string> drop;
   bool json = false;
   std::string prompts_dir;
   std::string gpu = "H200";
   std::string peaks_file;
-  std::string parent;  // seed, baseline, reference; default: seed, else reference
-  std::int64_t candidate_id = 0;  // a stored candidate as the parent (wins over parent)
+  std::string parent;                // seed, baseline, reference; default: seed, else reference
+  std::int64_t candidate_id = 0;     // a stored candidate as the parent (wins over parent)
+  std::vector<std::string> kb_dirs;  // knowledge-base directories beside kopt's own
 };
+
+#ifndef KOPT_SOURCE_DIR
+#define KOPT_SOURCE_DIR ""
+#endif
 
 std::filesystem::path find_peak_table(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -65,16 +65,6 @@ std::filesystem::path find_peak_table(const std::string& flag) {
       "KOPT_DATA_DIR");
 }
 
-json read_json_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw kopt::config_error("cannot read " + file.string());
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw kopt::config_error(file.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 // One evaluation per workload into `best`: the full stage over others, then
 // the newest.
 void keep_newest(std::map<std::string, store::evaluation_record>& best, std::vector<store::evaluation_record> evals) {
@@ -86,23 +76,25 @@ void keep_newest(std::map<std::string, store::evaluation_record>& best, std::vec
   }
 }
 
-// What the prompt shows of one stored evaluation.
-prompts::workload_measurement measurement_of(const std::string& workload, const store::evaluation_record& e) {
-  prompts::workload_measurement m;
-  m.workload = workload;
-  m.status = std::string(store::to_string(e.status));
-  if (e.timing.median_ns) m.median_us = *e.timing.median_ns / 1000.0;
-  m.sol_fraction = e.sol_fraction;
-  return m;
+// What the campaign loop knows of one stored evaluation: its status, median,
+// fraction of speed of light and the diagnosis the counters gave.
+campaign::workload_result result_of(const store::evaluation_record& e) {
+  campaign::workload_result r;
+  r.status = std::string(store::to_string(e.status));
+  if (e.timing.median_ns) r.median_ns = *e.timing.median_ns;
+  r.sol_fraction = e.sol_fraction;
+  if (e.counters.is_object()) r.diagnosis = e.counters.value("diagnosis", json::object());
+  return r;
 }
 
-// The newest stored evaluations of `parent` for this operator's content, one
-// per workload (stage "full" preferred), or nothing. A missing or unreadable
+// The newest stored evaluations of a kernel with `source` for this
+// operator's content, one per workload (stage "full" preferred), from the
+// newest campaign that measured it; or nothing. A missing or unreadable
 // database is not an error here: the prompt then says none are stored.
-std::vector<prompts::workload_measurement> stored_measurements(const context& ctx,
-                                                               const config::operator_config& op,
-                                                               const config::candidate& parent) {
-  std::vector<prompts::workload_measurement> out;
+std::map<std::string, campaign::workload_result> stored_results(const context& ctx,
+                                                                const config::operator_config& op,
+                                                                const std::string& source) {
+  std::map<std::string, campaign::workload_result> out;
   std::filesystem::path db_path;
   try {
     db_path = ctx.database().path;
@@ -123,13 +115,9 @@ std::vector<prompts::workload_measurement> stored_measurements(const context& ct
       if (c.operator_id != rec->id) continue;
       std::map<std::string, store::evaluation_record> best;
       for (const auto& cand : db.candidates_of(c.id))
-        if (cand.source == parent.source) keep_newest(best, db.evaluations_of(cand.id));
+        if (cand.source == source) keep_newest(best, db.evaluations_of(cand.id));
       if (best.empty()) continue;
-      for (const auto& w : op.workloads) {
-        const auto it = best.find(w.id);
-        if (it == best.end()) continue;
-        out.push_back(measurement_of(w.id, it->second));
-      }
+      for (const auto& [w, e] : best) out[w] = result_of(e);
       return out;  // the newest campaign that measured this parent
     }
   } catch (const kopt::error& e) {
@@ -146,17 +134,13 @@ void run_render(const prompt_options& o, const context& ctx) {
   }
   const config::operator_config& op = *loaded.op;
 
-  prompts::prompt_inputs in;
-  in.op = &op;
-  in.gpu = prompts::gpu_facts_from_table(read_json_file(find_peak_table(o.peaks_file)), o.gpu);
-
+  // The parent and what the store knows of it, as the campaign loop would
+  // hand them to its LLM source.
+  campaign::prompt_context pc;
+  pc.op = &op;
   std::string which = o.parent;
   if (which.empty()) which = op.seed ? "seed" : "reference";
-  std::vector<prompts::finding> stored_findings;
   if (o.candidate_id > 0) {
-    // A stored candidate: its source and plan from the store, its
-    // measurements and diagnosis from its evaluations (the newest per
-    // workload, the full stage first).
     store::store db = ctx.open_reader();
     const auto rec = db.find_candidate(o.candidate_id);
     if (!rec) throw kopt::not_found_error(fmt::format("no candidate {} in {}", o.candidate_id, db.path()));
@@ -169,70 +153,60 @@ void run_render(const prompt_options& o, const context& ctx) {
       throw kopt::config_error(fmt::format("candidate {} does not fit {} (another operator's candidate?)",
                                            o.candidate_id, o.config_file));
     }
-    in.parent = *loaded_cand.cand;
+    pc.parent = loaded_cand.cand->to_json();
+    pc.parent_id = rec->id;
     which = fmt::format("candidate {}", o.candidate_id);
     std::map<std::string, store::evaluation_record> best;
     keep_newest(best, db.evaluations_of(rec->id));
-    std::map<std::string, std::string> by_class;
-    std::vector<std::string> order;
-    for (const auto& w : op.workloads) {
-      const auto it = best.find(w.id);
-      if (it == best.end()) continue;
-      in.measurements.push_back(measurement_of(w.id, it->second));
-      const json diag = it->second.counters.is_object() ? it->second.counters.value("diagnosis", json::object())
-                                                        : json::object();
-      for (const auto& f : diag.value("findings", json::array())) {
-        const std::string cls = f.value("class", "");
-        if (cls.empty()) continue;
-        if (!by_class.count(cls)) order.push_back(cls);
-        by_class[cls] += (by_class[cls].empty() ? "" : "; ") + w.id + ": " + f.value("summary", "");
-      }
-    }
-    for (const auto& c : order) stored_findings.push_back({c, by_class[c]});
-  } else if (which == "seed") {
-    if (!op.seed) throw kopt::config_error(op.name + " has no seed; use --parent reference");
-    in.parent = *op.seed;
-  } else if (which == "baseline") {
-    if (!op.baseline) throw kopt::config_error(op.name + " has no baseline");
-    in.parent = *op.baseline;
+    for (const auto& [w, e] : best) pc.parent_results[w] = result_of(e);
   } else {
-    in.parent = op.reference;
+    const config::candidate* parent = nullptr;
+    if (which == "seed") {
+      if (!op.seed) throw kopt::config_error(op.name + " has no seed; use --parent reference");
+      parent = &*op.seed;
+    } else if (which == "baseline") {
+      if (!op.baseline) throw kopt::config_error(op.name + " has no baseline");
+      parent = &*op.baseline;
+    } else {
+      parent = &op.reference;
+    }
+    pc.parent = parent->to_json();
+    pc.parent_results = stored_results(ctx, op, parent->source);
   }
-  in.parent_label = which;
-  if (o.candidate_id <= 0) in.measurements = stored_measurements(ctx, op, *in.parent);
-  in.diagnosis = stored_findings;
-  if (in.measurements.empty()) {
-    in.measurements_note = "none are stored for the " + which + " kernel yet.";
-  }
+  pc.parent_label = which;
 
-  const json context_json = prompts::build_context(in);
-  const prompts::template_set set =
-      prompts::template_set::load_directory(prompts::default_template_dir(o.prompts_dir));
+  // The campaign session's prompt half, so that this is what a campaign sends.
+  campaign::session_options so;
+  so.prompts_dir = o.prompts_dir;
+  so.peaks_file = find_peak_table(o.peaks_file).string();
+  so.gpu_name = o.gpu;
+  so.kb_directories = {o.kb_dirs.begin(), o.kb_dirs.end()};
+  const campaign::prompt_builder prompts(op, so, json::object(), campaign::default_directives());
+  if (!prompts.setup())
+    throw kopt::config_error("no prompt template directory found; pass --prompts-dir DIR");
   const std::set<std::string> dropped(o.drop.begin(), o.drop.end());
-  const prompts::rendered system = set.render("system", context_json, dropped);
-  const prompts::rendered user = set.render(o.template_name, context_json, dropped);
+  const campaign::composed_prompt p = prompts.render(pc, dropped, o.template_name);
 
   if (o.json) {
-    json present = user.present_items, gone = user.dropped_items;
-    for (const auto& id : system.present_items) present.push_back(id);
-    for (const auto& id : system.dropped_items) gone.push_back(id);
+    json gone = json::array();
+    for (const auto& id : dropped) gone.push_back(id);
     print_json(json{{"operator", op.name},
-                    {"template", o.template_name},
+                    {"template", p.template_name},
                     {"parent", which},
-                    {"measurements", !in.measurements.empty()},
-                    {"system", system.text},
-                    {"user", user.text},
-                    {"present_items", present},
+                    {"measurements", !pc.parent_results.empty()},
+                    {"system", p.system},
+                    {"user", p.user},
+                    {"present_items", p.present_items},
                     {"dropped_items", gone}});
     return;
   }
-  std::cout << "===== system =====\n" << system.text;
-  if (!system.text.empty() && system.text.back() != '\n') std::cout << '\n';
-  std::cout << "===== user (" << o.template_name << ") =====\n" << user.text;
-  if (!user.text.empty() && user.text.back() != '\n') std::cout << '\n';
+  std::cout << "===== system =====\n" << p.system;
+  if (!p.system.empty() && p.system.back() != '\n') std::cout << '\n';
+  std::cout << "===== user (" << p.template_name << ") =====\n" << p.user;
+  if (!p.user.empty() && p.user.back() != '\n') std::cout << '\n';
   std::string present, gone;
-  for (const auto& id : user.present_items) present += (present.empty() ? "" : " ") + id;
-  for (const auto& id : user.dropped_items) gone += (gone.empty() ? "" : " ") + id;
+  for (const auto& id : p.present_items) present += (present.empty() ? "" : " ") + id;
+  for (const auto& id : dropped) gone += (gone.empty() ? "" : " ") + id;
   std::cerr << "optional items present: " << (present.empty() ? "(none)" : present)
             << "; dropped: " << (gone.empty() ? "(none)" : gone) << '\n';
 }
@@ -242,13 +216,23 @@ void run_render(const prompt_options& o, const context& ctx) {
 void register_prompt(CLI::App& app, context& ctx, exit_status& /*status*/) {
   CLI::App* group = app.add_subcommand("prompt", "Prompt templates");
   group->require_subcommand(1);
+  group->footer(
+      "Examples:\n  kopt prompt render configs/examples/rmsnorm.json\n"
+      "  kopt prompt render configs/examples/rmsnorm.json --template fix_compile\n"
+      "Run 'kopt prompt render --help' for its options. See docs/prompts.md.");
   auto opts = std::make_shared<prompt_options>();
   CLI::App* cmd = group->add_subcommand(
       "render", "Print the prompt a campaign would send for CONFIG, with its seed as the parent");
   cmd->add_option("config", opts->config_file, "operator config (JSON)")->required();
-  cmd->add_option("--template", opts->template_name, "which user prompt to render")
-      ->check(CLI::IsMember({"first", "revise", "fix_compile", "fix_wrong", "broaden"}))
-      ->capture_default_str();
+  cmd->add_option(
+         "--template", opts->template_name,
+         "which user prompt to render (default: the one a campaign would send: first without "
+         "measurements, revise with them)")
+      ->check(CLI::IsMember({"first", "revise", "fix_compile", "fix_wrong", "broaden"}));
+  cmd->add_option(
+         "--kb-dir", opts->kb_dirs,
+         "extra knowledge-base directory (repeatable), as the daemon's knowledge_base.directories")
+      ->type_name("DIR");
   cmd->add_option("--drop", opts->drop,
                   "drop this optional item (repeatable), e.g. --drop measurements --drop "
                   "snippet:coalesced-access");
@@ -268,8 +252,11 @@ void register_prompt(CLI::App& app, context& ctx, exit_status& /*status*/) {
                   "measurements and diagnosis")
       ->check(CLI::PositiveNumber);
   cmd->footer(
-      "Measurements of the parent are read from the database when it holds some; otherwise\n"
-      "the prompt says that none are stored. Optional items are listed on stderr.\n"
+      "The prompt is built by the same code as a campaign's (templates, directives, "
+      "knowledge-base\n"
+      "snippets retrieved for the parent's diagnosis), before dropout. Measurements of the parent\n"
+      "are read from the database when it holds some; otherwise the prompt says that none are\n"
+      "stored. Optional items are listed on stderr.\n"
       "Example: kopt prompt render configs/examples/rmsnorm.json --template revise --drop "
       "measurements");
   cmd->callback([opts, &ctx] { run_render(*opts, ctx); });

@@ -1,5 +1,7 @@
 #include "cli/render.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -183,6 +185,10 @@ std::string fmt_double(double v, int digits) {
 
 std::string fmt_opt(const std::optional<double>& v, int digits) {
   return v ? fmt_double(*v, digits) : "-";
+}
+
+std::string fmt_sig(double v, int digits) {
+  return fmt::format("{:.{}g}", v, digits);
 }
 
 std::string fmt_time(std::int64_t unix_ms) {

@@ -30,6 +30,8 @@ void print_json(const nlohmann::json& j);
 std::string fmt_opt(const std::optional<std::int64_t>& v);
 std::string fmt_double(double v, int digits);
 std::string fmt_opt(const std::optional<double>& v, int digits);
+// `digits` significant digits (weights: 0.00012, not 0.000).
+std::string fmt_sig(double v, int digits);
 std::string fmt_time(std::int64_t unix_ms);  // 2026-11-30 21:48:20Z
 std::string fmt_time(const std::optional<std::int64_t>& unix_ms);
 std::string fmt_duration_ms(std::int64_t ms);         // 1h02m, 3m05s, 4.2s

@@ -262,32 +262,52 @@ struct import_options {
   std::string out = ".";
   std::string reference_dir;
   std::size_t max_workloads = 32;
+  bool all = false;
+  std::string provider = "anthropic";
+  std::string model;
   bool json = false;
 };
 
 void register_import(CLI::App& app, context& /*ctx*/, exit_status& status) {
   auto* group = app.add_subcommand("import", "Import operator definitions from other formats");
   group->require_subcommand(1);
+  group->footer(
+      "Examples:\n  kopt import flashinfer-trace fib/ -o configs/fib --reference-dir refs/\n"
+      "  kopt import sol-execbench SOL-ExecBench/examples -o configs/sol\n"
+      "Run 'kopt import flashinfer-trace --help' for the options.");
   auto o = std::make_shared<import_options>();
   auto* cmd = group->add_subcommand(
-      "flashinfer-trace", "FlashInfer-Trace definitions and workloads -> kopt operator configs");
-  cmd->add_option("dir", o->dir, "data set directory (definitions/, workloads/, traces/)")
+      "flashinfer-trace",
+      "FlashInfer-Trace or SOL-ExecBench definitions and workloads -> kopt operator configs");
+  cmd->alias("sol-execbench");
+  cmd->add_option("dir", o->dir,
+                  "data set directory (definitions/, workloads/, traces/), or SOL-ExecBench "
+                  "folders (definition.json beside workload.jsonl)")
       ->required();
   cmd->add_option("-o,--output", o->out, "where to write the configs")->capture_default_str();
   cmd->add_option("--reference-dir", o->reference_dir,
                   "directory with DEFINITION.json: the reference in kopt's candidate format");
   cmd->add_option("--max-workloads", o->max_workloads,
-                  "distinct workloads kept per definition (most frequent)")
+                  "distinct workloads kept per definition, spread over the size range")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_flag("--all", o->all, "keep every distinct workload (no --max-workloads cut)");
+  cmd->add_option("--provider", o->provider, "campaign.provider of the configs written")
+      ->check(CLI::IsMember({"openai", "anthropic", "command", "replay", "autotune"}))
+      ->capture_default_str();
+  cmd->add_option("--model", o->model, "campaign.model of the configs written");
   cmd->add_flag("--json", o->json, "print the per-definition result as JSON");
   cmd->footer(
-      "FlashInfer references are PyTorch; kopt needs CUDA device code and a launch plan, so a\n"
-      "definition becomes a config (NAME.json) only with --reference-dir; otherwise "
-      "NAME.draft.json\n"
-      "is written with what is missing listed. Exit 1 when any definition is a draft.\n"
-      "Example: kopt import flashinfer-trace flashinfer-trace/ -o configs/fib --reference-dir "
-      "refs/");
+      "Their references are PyTorch; kopt needs CUDA device code and a launch plan, so a\n"
+      "definition becomes a config (NAME.json) only with --reference-dir (or when it was\n"
+      "exported by kopt, whose extension carries the reference); otherwise NAME.draft.json is\n"
+      "written with what is missing listed. Exit 1 when any definition is a draft.\n"
+      "Examples:\n"
+      "  kopt import flashinfer-trace flashinfer-trace/ -o configs/fib --reference-dir refs/\n"
+      "  kopt import sol-execbench SOL-ExecBench/examples -o configs/sol --all\n"
+      "  kopt import flashinfer-trace gemm/ -o cfg --max-workloads 16 --provider openai "
+      "--model gpt-5\n"
+      "See docs/researchers.md for what maps and what does not.");
   cmd->callback([o, &status] {
     std::error_code ec;
     std::filesystem::create_directories(o->out, ec);
@@ -296,6 +316,9 @@ void register_import(CLI::App& app, context& /*ctx*/, exit_status& status) {
     io.out_dir = o->out;
     io.reference_dir = o->reference_dir;
     io.max_workloads = o->max_workloads;
+    io.all_workloads = o->all;
+    io.provider = o->provider;
+    io.model = o->model;
     const auto res = report::import_flashinfer_trace(o->dir, io);
     bool all_ok = true;
     json arr = json::array();

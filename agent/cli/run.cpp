@@ -16,19 +16,13 @@
 #include <sstream>
 
 #include "campaign/export.hpp"
-#include "campaign/loop.hpp"
-#include "campaign/sources.hpp"
+#include "campaign/session.hpp"
 #include "campaign/worker_evaluator.hpp"
 #include "cli/commands.hpp"
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
-#include "kb/index.hpp"
-#include "kb/library.hpp"
-#include "llm/client.hpp"
-#include "prompts/engine.hpp"
-#include "runner/llm_recorder.hpp"
 
 namespace kopt::cli {
 
@@ -49,37 +43,6 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
-// How many in-order answers of a replay transcript this campaign has
-// already used: the calls of every iteration whose proposals are stored (a
-// resumed campaign never asks for those again). A new process starts the
-// transcript at its first line, so without skipping these a resumed
-// campaign would be served the answers it already had and would not reach
-// the result of an uninterrupted run. Calls of an iteration that was killed
-// before its proposals were stored are not counted: that iteration asks
-// again and gets the same lines. Each iteration makes at most `k` calls; a
-// killed and replayed iteration has its calls recorded twice, hence the cap.
-// Refused calls never reached the provider, and the replay provider answers
-// `parse_error` (bad_response) only when it had no line left to serve.
-std::int64_t replay_lines_used(store::store& db, store::row_id cid, std::int64_t k) {
-  std::set<std::int64_t> proposed;
-  for (const auto& e : db.events_of(cid))
-    if (e.kind == "proposals") proposed.insert(e.data.value("iteration", std::int64_t{-1}));
-  std::map<std::int64_t, std::int64_t> calls;
-  for (const auto& c : db.llm_calls_of(cid)) {
-    if (c.status == "refused" || c.status == "parse_error") continue;
-    const std::string tag = c.request.value("tag", "");
-    if (tag.rfind("iteration ", 0) != 0) continue;
-    try {
-      const std::int64_t n = std::stoll(tag.substr(10));
-      if (proposed.count(n)) ++calls[n];
-    } catch (const std::exception&) {
-    }
-  }
-  std::int64_t used = 0;
-  for (const auto& [n, count] : calls) used += std::min(count, std::max<std::int64_t>(k, 1));
-  return used;
-}
-
 struct run_opts {
   std::string config;
   std::string provider;
@@ -92,88 +55,25 @@ struct run_opts {
 
 }  // namespace
 
-namespace {
-
-// The knowledge base's operator class for a config's op_type.
-std::string kb_operator_class(const config::operator_config& op) {
-  const std::string t = op.op_type;
-  if (kb::is_operator_class(t)) return t;
-  auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
-  if (has("norm")) return "normalization";
-  if (has("softmax") && has("moe")) return "moe";
-  if (has("softmax")) return "softmax";
-  if (has("attention") || has("attn")) return "attention";
-  if (has("quant")) return "quantization";
-  if (has("moe") || has("expert")) return "moe";
-  if (has("topk") || has("top_k")) return "topk";
-  if (has("cache")) return "kv-cache";
-  if (has("gemv")) return "gemv";
-  if (has("gemm") || has("matmul") || has("_mm") || t == "mm") return "gemm";
-  if (has("sort") || has("scan") || has("align")) return "sort-scan";
-  if (has("conv")) return "convolution";
-  if (has("rule") || has("recurr") || has("ssm")) return "recurrent";
-  if (has("reduc")) return "reduction";
-  return "";  // any
+// The daemon builds the same from its config (daemon::session_options_for).
+campaign::session_options run_session_options(const std::string& provider,
+                                              const std::string& llm_config,
+                                              const eval_options& run,
+                                              const std::string& counters) {
+  campaign::session_options so;
+  so.provider = provider;
+  if (!llm_config.empty()) {
+    std::ifstream in(llm_config);
+    const json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw kopt::config_error(llm_config + ": not valid JSON");
+    so.llm_section = j.contains("llm") ? j.at("llm") : j;
+    so.llm_base_dir = std::filesystem::path(llm_config).parent_path();
+  }
+  so.peaks_file = find_peaks_file(run.peaks_file);
+  so.counters = counters;
+  so.base_seed = run.base_seed;
+  return so;
 }
-
-// Snippets for the parent's diagnosis: the classes of its heaviest
-// workloads' findings, most severe first; before any measurement, a query by
-// operator class alone.
-std::vector<campaign::prompt_item> kb_snippets(const kb::index& idx, const std::string& op_class,
-                                               const campaign::prompt_context& ctx) {
-  std::vector<std::pair<double, std::string>> classes;
-  std::vector<const config::workload*> wls;
-  if (ctx.op)
-    for (const auto& w : ctx.op->workloads) wls.push_back(&w);
-  std::stable_sort(wls.begin(), wls.end(), [](auto* a, auto* b) { return a->weight > b->weight; });
-  for (const auto* w : wls) {
-    auto it = ctx.parent_results.find(w->id);
-    if (it == ctx.parent_results.end()) continue;
-    for (const auto& f : it->second.diagnosis.value("findings", json::array()))
-      classes.emplace_back(w->weight * f.value("severity", 0.0), f.value("class", ""));
-  }
-  std::stable_sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  kb::query q;
-  for (const auto& [score, c] : classes)
-    if (!c.empty() && kb::is_bottleneck_class(c) &&
-        std::find(q.bottlenecks.begin(), q.bottlenecks.end(), c) == q.bottlenecks.end())
-      q.bottlenecks.push_back(c);
-  q.operator_class = op_class;
-  q.arch = "sm_90a";
-  std::vector<campaign::prompt_item> out;
-  try {
-    for (const auto& s : idx.retrieve(q).snippets)
-      out.push_back({"snippet:" + s.id, "snippet", s.title + "\n" + s.text, true});
-  } catch (const kopt::error& e) {
-    spdlog::warn("knowledge retrieval: {}", e.what());
-  }
-  return out;
-}
-
-std::optional<campaign::prompt_setup> prompt_setup_for(const json& device, const eval_options& o) {
-  campaign::prompt_setup p;
-  try {
-    const auto pf = find_peaks_file(o.peaks_file);
-    std::ifstream in(pf);
-    const json table = json::parse(in);
-    p.gpu = prompts::gpu_facts_from_table(table, device.value("name", "H200"));
-  } catch (const std::exception& e) {
-    spdlog::warn("prompt GPU facts: {}", e.what());
-    p.gpu.name = device.value("name", "");
-  }
-  p.gpu.arch = device.value("arch", p.gpu.arch);
-  p.gpu.sm_count = device.value("sm_count", p.gpu.sm_count);
-  p.gpu.l2_bytes = device.value("l2_bytes", p.gpu.l2_bytes);
-  try {
-    p.template_dir = prompts::default_template_dir();
-  } catch (const kopt::error& e) {
-    spdlog::warn("prompt templates not found ({}): the LLM gets a short built-in prompt", e.what());
-    return std::nullopt;
-  }
-  return p;
-}
-
-}  // namespace
 
 void register_run(CLI::App& app, context& ctx, exit_status& status) {
   auto o = std::make_shared<run_opts>();
@@ -195,7 +95,7 @@ void register_run(CLI::App& app, context& ctx, exit_status& status) {
   kopt run configs/examples/rmsnorm.json --provider openai --llm-config llm.json --max-iterations 5
 Resumes the unfinished campaign of the same operator content if there is one.
 Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile checks), 6 provider stopped.)");
-  cmd->callback([o, &ctx, &status] {
+  cmd->callback([o, cmd, &ctx, &status] {
     auto loaded = config::load_operator_file(o->config);
     for (const auto& d : loaded.diagnostics) std::cerr << d.to_string() << '\n';
     if (!loaded.ok()) {
@@ -245,7 +145,9 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     }
     const store::row_id cid = camp->id;
 
-    // The GPU: without one, do what can be done and say what could not.
+    // The evaluator (a local worker) and the rest of the campaign, built by
+    // the one campaign session. Without a GPU, do what can be done and say
+    // what could not.
     campaign::worker_eval_options wo;
     wo.worker.worker_exe = o->run.worker.empty() ? runner::default_worker_exe() : o->run.worker;
     wo.worker.launch_prefix = split_words(o->run.launch_prefix);
@@ -255,11 +157,22 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     wo.max_time_s = o->run.max_time_s;
     wo.launch_timeout_ms = o->run.launch_timeout_ms;
     wo.peaks_file = find_peaks_file(o->run.peaks_file);
-    campaign::worker_evaluator ev(op, wo);
-    try {
-      const json& dev = ev.start();
+    const campaign::evaluator_factory local_worker = [&wo](const config::operator_config& cfg,
+                                                           const campaign::evaluator_spec& spec) {
+      auto w = wo;
+      w.counters = spec.counters;
+      auto ev = std::make_unique<campaign::worker_evaluator>(cfg, w);
+      const json& dev = ev->start();
       spdlog::info("worker on {}", dev.value("name", "?"));
-    } catch (const kopt::error& e) {
+      return std::unique_ptr<campaign::evaluator>(std::move(ev));
+    };
+    const std::string counters = cmd->count("--counters") > 0 ? o->run.counters : "default";
+    std::unique_ptr<campaign::session> session;
+    try {
+      session = std::make_unique<campaign::session>(
+          db, cid, op, run_session_options(o->provider, o->llm_config, o->run, counters),
+          local_worker);
+    } catch (const campaign::evaluator_unavailable& e) {
       std::vector<runner::subject_spec> subjects;
       if (op.seed) subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
       if (op.baseline)
@@ -288,65 +201,8 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
       status.code = exit_no_gpu;
       return;
     }
-
-    // The candidate source.
-    const std::string provider = o->provider.empty() ? camp->provider : o->provider;
-    std::unique_ptr<campaign::candidate_source> source;
-    std::unique_ptr<llm::budget> budget;
-    std::unique_ptr<runner::store_call_recorder> recorder;
-    std::unique_ptr<llm::llm_client> client;
-    if (provider == "autotune") {
-      source = std::make_unique<campaign::autotune_source>();
-    } else {
-      llm::provider_config pc;
-      if (!o->llm_config.empty()) {
-        std::ifstream in(o->llm_config);
-        const json j = json::parse(in, nullptr, false);
-        if (j.is_discarded()) throw kopt::config_error(o->llm_config + ": not valid JSON");
-        pc = llm::parse_provider_config(j.contains("llm") ? j.at("llm") : j,
-                                        std::filesystem::path(o->llm_config).parent_path());
-      }
-      pc.kind = provider;
-      if (pc.model.empty()) pc.model = camp->model;
-      budget = std::make_unique<llm::budget>(llm::budget_limits{camp->budget.tokens, camp->budget.cost_usd});
-      recorder = std::make_unique<runner::store_call_recorder>(db, cid);
-      auto backend = llm::make_provider(pc);
-      if (provider == "replay") {
-        const std::int64_t used =
-            replay_lines_used(db, cid, camp->settings.value("candidates_per_iteration", std::int64_t{4}));
-        if (used > 0) {
-          // Served in order to a prompt no line is keyed to: moves past them.
-          llm::request skip;
-          skip.messages.push_back({"user", "kopt: skipping a transcript line already used by this campaign"});
-          for (std::int64_t i = 0; i < used; ++i) (void)backend->complete(skip);
-          std::cerr << fmt::format("kopt: replay transcript: skipped the {} answer(s) this campaign already used\n",
-                                   used);
-        }
-      }
-      client = std::make_unique<llm::llm_client>(
-          std::move(backend), llm::client_options{budget.get(), recorder.get(), pc.prices, pc.max_concurrency});
-      source = std::make_unique<campaign::llm_source>(*client, pc.max_tokens, prompt_setup_for(ev.start(), o->run));
-    }
-
-    auto settings = campaign::loop_settings::from_campaign(*camp);
-    settings.base_seed = o->run.base_seed;
+    const std::string provider = session->provider();
     campaign::loop_hooks hooks;
-    // Knowledge retrieval keyed on the parent's diagnosis (only LLM sources
-    // read snippets). A broken knowledge base is reported, not fatal: the
-    // campaign then runs without snippets.
-    std::shared_ptr<kb::index> kb_index;
-    if (provider != "autotune") {
-      auto lr = kb::load_directories(kb::directories({}, true));
-      for (const auto& d : lr.diagnostics)
-        if (d.level == kb::diagnostic::severity::error) spdlog::warn("knowledge base: {}", d.to_string());
-      if (!lr.documents.empty()) kb_index = std::make_shared<kb::index>(std::move(lr.documents));
-    }
-    if (kb_index) {
-      const std::string op_class = kb_operator_class(op);
-      hooks.snippets = [kb_index, op_class](const campaign::prompt_context& pc) {
-        return kb_snippets(*kb_index, op_class, pc);
-      };
-    }
     const bool tty = isatty(STDOUT_FILENO) == 1 && !o->json_out;
     std::ostream& prog = o->json_out ? std::cerr : std::cout;
     hooks.on_progress = [&prog, tty](const campaign::progress& p) {
@@ -356,11 +212,10 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
                       p.wall_time_s, p.level ? fmt::format("  escalation {}", p.level) : std::string());
       prog << (tty && p.promoted ? "\033[1m" + line + "\033[0m" : line) << '\n' << std::flush;
     };
-    campaign::campaign_loop loop(db, cid, op, *source, ev, settings, hooks);
     campaign::run_limits lim;
     if (o->max_iterations > 0) lim.max_iterations = o->max_iterations;
-    const auto r = loop.run(lim);
-    ev.stop();
+    const auto r = session->run(hooks, lim);
+    session.reset();  // stops the worker
     json out = {{"campaign_id", cid},
                 {"finished", r.finished},
                 {"stop_reason", r.stop_reason},
@@ -382,7 +237,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
                                r.finished ? (r.verified ? ", verified with fresh seeds" : ", NOT verified") : "");
       if (out.contains("export")) std::cout << "exported to " << o->export_dir << '\n';
     }
-    if (r.finished && r.stop_reason.rfind("stopped:", 0) == 0 && provider != "autotune") status.code = exit_provider;
+    if (r.finished && r.stopped_on_error && provider != "autotune") status.code = exit_provider;
   });
 }
 

@@ -8,7 +8,7 @@ namespace kopt::expr {
 // The syntax tree. Every node remembers the column it came from so that
 // evaluation errors (overflow, division by zero, unknown name) can say where.
 struct node {
-  enum class kind { number, name, neg, add, sub, mul, div, mod, ceil_div, min, max };
+  enum class kind { number, name, neg, add, sub, mul, div, floor_div, mod, ceil_div, min, max };
   kind k = kind::number;
   std::size_t column = 0;
   std::int64_t value = 0;
@@ -39,7 +39,7 @@ std::string describe(char c) {
 
 // Recursive descent over:
 //   expr    := term (('+' | '-') term)*
-//   term    := unary (('*' | '/' | '%') unary)*
+//   term    := unary (('*' | '/' | '//' | '%') unary)*
 //   unary   := '-' unary | primary
 //   primary := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
 class parser {
@@ -118,6 +118,11 @@ class parser {
       else return left;
       const std::size_t col = column();
       ++pos_;
+      // '//' is Python's floor division, as SOL-ExecBench's expr axes write it.
+      if (k == node::kind::div && !at_end() && text_[pos_] == '/') {
+        k = node::kind::floor_div;
+        ++pos_;
+      }
       node_ptr right = parse_unary();
       left = binary(k, col, left, right);
     }
@@ -294,6 +299,12 @@ std::int64_t eval_node(const node& n, const resolver& names) {
       if (b == 0) throw expr_error("division by zero", n.column);
       if (a == lowest && b == -1) overflow(n, "'/' (INT64_MIN / -1)");
       return a / b;
+    case node::kind::floor_div: {
+      if (b == 0) throw expr_error("division by zero", n.column);
+      if (a == lowest && b == -1) overflow(n, "'//' (INT64_MIN // -1)");
+      const std::int64_t q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
     case node::kind::mod:
       if (b == 0) throw expr_error("modulo by zero", n.column);
       // INT64_MIN % -1 is 0 mathematically but traps on x86.
@@ -365,6 +376,128 @@ std::optional<std::int64_t> expression::constant_value() const {
 
 std::int64_t evaluate(std::string_view text, const resolver& names) {
   return expression::parse(text).eval(names);
+}
+
+namespace {
+
+expr_error shifted(const expr_error& e, std::size_t offset) {
+  return expr_error(e.reason(), e.column() == 0 ? 0 : e.column() + offset);
+}
+
+}  // namespace
+
+condition condition::parse(std::string_view text) {
+  if (text.size() > max_expression_length)
+    throw expr_error(
+        "constraint longer than " + std::to_string(max_expression_length) + " characters", 0);
+  condition c;
+  c.text_ = std::string(text);
+  // Split on the word `and` outside parentheses, then each part on its one
+  // comparison operator outside parentheses.
+  std::vector<std::pair<std::size_t, std::size_t>> parts;  // [begin, end)
+  {
+    int depth = 0;
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char ch = text[i];
+      if (ch == '(') ++depth;
+      if (ch == ')') --depth;
+      const bool word_start = i == 0 || !is_name_char(text[i - 1]);
+      if (depth == 0 && word_start && text.substr(i, 3) == "and" &&
+          (i + 3 == text.size() || !is_name_char(text[i + 3]))) {
+        parts.emplace_back(begin, i);
+        begin = i + 3;
+        i += 2;
+      }
+    }
+    parts.emplace_back(begin, text.size());
+  }
+  for (const auto& [b, e] : parts) {
+    const std::string_view part = text.substr(b, e - b);
+    int depth = 0;
+    std::size_t at = std::string_view::npos, len = 0;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const char ch = part[i];
+      if (ch == '(') ++depth;
+      if (ch == ')') --depth;
+      if (depth != 0) continue;
+      std::size_t l = 0;
+      if ((ch == '=' || ch == '!' || ch == '<' || ch == '>') && i + 1 < part.size() &&
+          part[i + 1] == '=')
+        l = 2;
+      else if (ch == '<' || ch == '>')
+        l = 1;
+      else if (ch == '=' || ch == '!')
+        throw expr_error(std::string("unexpected '") + ch + "' (comparisons are == != < <= > >=)",
+                         b + i + 1);
+      if (l == 0) continue;
+      if (at != std::string_view::npos)
+        throw expr_error("more than one comparison in a clause (join clauses with 'and')",
+                         b + i + 1);
+      at = i;
+      len = l;
+      i += l - 1;
+    }
+    clause cl;
+    cl.lhs_offset = b;
+    const std::string_view lhs = at == std::string_view::npos ? part : part.substr(0, at);
+    try {
+      cl.lhs = expression::parse(lhs);
+    } catch (const expr_error& x) {
+      throw shifted(x, cl.lhs_offset);
+    }
+    if (at != std::string_view::npos) {
+      cl.op = std::string(part.substr(at, len));
+      cl.rhs_offset = b + at + len;
+      try {
+        cl.rhs = expression::parse(part.substr(at + len));
+      } catch (const expr_error& x) {
+        throw shifted(x, cl.rhs_offset);
+      }
+    }
+    for (const auto& n : cl.lhs.names()) c.names_.push_back(n);
+    if (cl.rhs)
+      for (const auto& n : cl.rhs->names()) c.names_.push_back(n);
+    c.clauses_.push_back(std::move(cl));
+  }
+  std::sort(c.names_.begin(), c.names_.end());
+  c.names_.erase(std::unique(c.names_.begin(), c.names_.end()), c.names_.end());
+  return c;
+}
+
+bool condition::holds(const resolver& names) const {
+  for (const auto& cl : clauses_) {
+    std::int64_t a = 0, b = 0;
+    try {
+      a = cl.lhs.eval(names);
+    } catch (const expr_error& x) {
+      throw shifted(x, cl.lhs_offset);
+    }
+    if (!cl.rhs) {
+      if (a == 0) return false;
+      continue;
+    }
+    try {
+      b = cl.rhs->eval(names);
+    } catch (const expr_error& x) {
+      throw shifted(x, cl.rhs_offset);
+    }
+    bool ok = false;
+    if (cl.op == "==")
+      ok = a == b;
+    else if (cl.op == "!=")
+      ok = a != b;
+    else if (cl.op == "<")
+      ok = a < b;
+    else if (cl.op == "<=")
+      ok = a <= b;
+    else if (cl.op == ">")
+      ok = a > b;
+    else if (cl.op == ">=")
+      ok = a >= b;
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace kopt::expr

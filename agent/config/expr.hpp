@@ -2,8 +2,8 @@
 // workspace sizes and roofline counts.
 //
 // Deliberately tiny and total: 64-bit signed integers; + - * / % with the
-// usual precedence; unary minus; parentheses; ceil_div(a, b), min(a, b, ...),
-// max(a, b, ...); names (axes, tunable parameters, a few built-ins the caller
+// usual precedence; '//' (floor division, as in Python); unary minus; parentheses; ceil_div(a, b),
+// min(a, b, ...), max(a, b, ...); names (axes, tunable parameters, a few built-ins the caller
 // binds). No floats, no side effects, no loops: a config or an LLM answer can
 // never make evaluation slow or unsafe. Overflow, division or modulo by zero
 // and unknown names are errors that say where, never UB or a wrapped value.
@@ -87,5 +87,30 @@ class expression {
 
 // parse + eval in one step.
 std::int64_t evaluate(std::string_view text, const resolver& names);
+
+// A constraint over axes and scalars (a config's `constraints`, FlashInfer-
+// Trace's and SOL-ExecBench's `constraints`): comparisons of two
+// expressions, `a OP b` with OP one of == != < <= > >=, joined by `and`
+// (e.g. "hidden % 128 == 0", "len_indptr == batch_size + 1"). A bare
+// expression holds when it is non-zero. Columns in errors are those of the
+// whole text.
+class condition {
+ public:
+  static condition parse(std::string_view text);  // throws expr_error
+  bool holds(const resolver& names) const;        // throws expr_error
+  const std::vector<std::string>& names() const noexcept { return names_; }
+  const std::string& text() const noexcept { return text_; }
+
+ private:
+  struct clause {
+    expression lhs;
+    std::string op;  // empty for a bare expression
+    std::optional<expression> rhs;
+    std::size_t lhs_offset = 0, rhs_offset = 0;
+  };
+  std::string text_;
+  std::vector<clause> clauses_;
+  std::vector<std::string> names_;
+};
 
 }  // namespace kopt::expr

@@ -170,12 +170,17 @@ nlohmann::json operator_config::snapshot() const {
   json j;
   j["name"] = name;
   j["op_type"] = op_type;
+  if (!kb_class.empty()) j["kb_class"] = kb_class;  // only when set: hashes stay
   j["description"] = description;
   j["tags"] = tags;
   json axes_j = json::object();
   for (const auto& a : axes) {
-    json aj = {{"type", a.is_const ? "const" : "var"}, {"description", a.description}};
+    json aj = {{"type", a.is_const    ? "const"
+                        : a.is_expr() ? "expr"
+                                      : "var"},
+               {"description", a.description}};
     if (a.is_const) aj["value"] = a.value;
+    if (a.is_expr()) aj["expression"] = a.expression;
     axes_j[a.name] = std::move(aj);
   }
   j["axes"] = std::move(axes_j);
@@ -205,9 +210,12 @@ nlohmann::json operator_config::snapshot() const {
     json sc = json::object();
     for (const auto& [k, v] : w.scalars) sc[k] = v;
     wj["scalars"] = std::move(sc);
+    // Only when set, so that configs without it keep their content hash.
+    if (w.tol) wj["tolerance"] = tolerance_json(*w.tol);
     wl.push_back(std::move(wj));
   }
   j["workloads"] = std::move(wl);
+  if (!constraints.empty()) j["constraints"] = constraints;
   j["reference"] = reference.to_json();
   if (baseline) j["baseline"] = baseline->to_json();
   if (seed) j["seed"] = seed->to_json();
@@ -405,6 +413,23 @@ std::map<std::string, std::int64_t, std::less<>> workload_names(
   for (const auto& a : op.axes)
     if (a.is_const) names[a.name] = a.value;
   for (const auto& [k, v] : w.axes) names[k] = v;
+  // Expr axes may refer to each other: resolve in passes until none is left
+  // or a pass makes no progress (a cycle or an unknown name).
+  std::vector<const axis*> pending;
+  for (const auto& a : op.axes)
+    if (a.is_expr()) pending.push_back(&a);
+  while (!pending.empty()) {
+    std::vector<const axis*> next;
+    for (const axis* a : pending) {
+      try {
+        names[a->name] = expr::evaluate(a->expression, expr::map_resolver(names));
+      } catch (const expr::expr_error&) {
+        next.push_back(a);
+      }
+    }
+    if (next.size() == pending.size()) break;
+    pending = std::move(next);
+  }
   for (const auto& [k, v] : parameters) names[k] = v;
   return names;
 }

@@ -55,6 +55,11 @@ struct axis {
   bool is_const = false;      // "type": "const" (value fixed) or "var" (per workload)
   std::int64_t value = 0;     // for const axes
   std::string description;
+  // "type": "expr" (SOL-ExecBench): the value is this expression over other
+  // axes, evaluated per workload (e.g. "head_dim // 2"). Empty otherwise.
+  std::string expression;
+  bool is_expr() const noexcept { return !expression.empty(); }
+  bool is_var() const noexcept { return !is_const && expression.empty(); }
 };
 
 // A scalar parameter of the operator (e.g. eps), passed to kernels by value.
@@ -113,6 +118,9 @@ struct workload {
   std::map<std::string, double, std::less<>> scalars;     // overrides
   double weight = 1.0;                             // importance, > 0
   std::string description;
+  // Per-workload correctness bounds (SOL-ExecBench's `tolerance`): when set,
+  // they replace the operator's and the tensors' for this workload.
+  std::optional<tolerance> tol;
 };
 
 // One kernel launch of a candidate's launch plan.
@@ -193,6 +201,9 @@ struct campaign_settings {
 struct operator_config {
   std::string name;
   std::string op_type;
+  // The knowledge base's operator class (docs/knowledge-base.md), when the
+  // op_type rules do not give the right one; empty: derived from op_type.
+  std::string kb_class;
   std::string description;
   std::vector<std::string> tags;
   std::vector<axis> axes;
@@ -200,6 +211,9 @@ struct operator_config {
   std::vector<tensor> inputs;
   std::vector<tensor> outputs;
   std::vector<workload> workloads;
+  // Conditions every workload must meet, over axes and integer scalars
+  // (expr::condition syntax, e.g. "hidden % 128 == 0"); checked at load.
+  std::vector<std::string> constraints;
   tolerance tol;
   roofline roof;
   candidate reference;
@@ -259,8 +273,10 @@ candidate_result load_candidate_text(std::string_view text, const std::string& f
                                      const std::filesystem::path& base_dir,
                                      const operator_config& op);
 
-// Resolve the names of one workload for expression evaluation: axes (const
-// and var) plus, when given, parameter values.
+// Resolve the names of one workload for expression evaluation: axes (const,
+// var and expr, the last evaluated in order of their dependencies) plus,
+// when given, parameter values. An expr axis that cannot be evaluated is
+// left out (validation reports it).
 std::map<std::string, std::int64_t, std::less<>> workload_names(
     const operator_config& op, const workload& w,
     const std::map<std::string, std::int64_t, std::less<>>& parameters = {});

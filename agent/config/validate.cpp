@@ -425,7 +425,7 @@ void parse_axes(context& ctx, const object_reader& top, operator_config& op, nam
     const jpath p = ap / name;
     if (!valid_identifier_name(ctx, p, name, "axis") || !reg.claim(ctx, p, name, "an axis"))
       ok = false;
-    object_reader r(ctx, j, p, {"type", "value", "description"});
+    object_reader r(ctx, j, p, {"type", "value", "description", "expression"});
     if (!r.valid()) {
       ctx.mark_broken(name);
       ok = false;
@@ -461,9 +461,23 @@ void parse_axes(context& ctx, const object_reader& top, operator_config& op, nam
                   true);
         ok = false;
       }
+    } else if (*type == "expr") {
+      // Its names are checked once every axis is known (below).
+      auto e = r.string("expression", true);
+      if (!e) {
+        ctx.mark_broken(name);
+        ok = false;
+        continue;
+      }
+      if (!as_expression(ctx, json(*e), r.path("expression"))) {
+        ctx.mark_broken(name);
+        ok = false;
+        continue;
+      }
+      a.expression = *e;
     } else {
-      ctx.error(r.path("type"), "axis type must be \"var\" or \"const\", got " + quote(*type) +
-                                    did_you_mean(*type, {"var", "const"}));
+      ctx.error(r.path("type"), "axis type must be \"var\", \"const\" or \"expr\", got " +
+                                    quote(*type) + did_you_mean(*type, {"var", "const", "expr"}));
       ctx.mark_broken(name);
       ok = false;
       continue;
@@ -473,6 +487,59 @@ void parse_axes(context& ctx, const object_reader& top, operator_config& op, nam
   if (aj->empty()) {
     ctx.error(ap, "needs at least one axis");
     ok = false;
+  }
+  const auto all = names_of(op.axes);
+  for (const auto& a : op.axes) {
+    if (!a.is_expr()) continue;
+    const jpath ep = ap / a.name / "expression";
+    std::vector<std::string> others;
+    for (const auto& n : all)
+      if (n != a.name) others.push_back(n);
+    if (!check_expression_names(ctx, ep, a.expression, others, "axis")) ok = false;
+  }
+}
+
+// `constraints`: an array of conditions over axes and integer scalars.
+void parse_constraints(context& ctx, const object_reader& top, operator_config& op, bool& ok) {
+  const json* cj = top.get("constraints");
+  if (!cj) return;
+  const jpath cp = top.path("constraints");
+  if (!cj->is_array()) {
+    ctx.error(cp, "expected an array of conditions (e.g. \"hidden % 128 == 0\"), got " +
+                      json_type_name(*cj));
+    ok = false;
+    return;
+  }
+  std::vector<std::string> known = names_of(op.axes);
+  for (const auto& s : op.scalars)
+    if (!dtype_is_float(s.type)) known.push_back(s.name);
+  for (std::size_t i = 0; i < cj->size(); ++i) {
+    auto text = as_string(ctx, (*cj)[i], cp[i]);
+    if (!text) {
+      ok = false;
+      continue;
+    }
+    try {
+      const auto c = expr::condition::parse(*text);
+      bool names_ok = true;
+      for (const auto& n : c.names())
+        if (std::find(known.begin(), known.end(), n) == known.end()) {
+          const scalar* s = op.find_scalar(n);
+          ctx.error(cp[i], s ? "constraint " + quote(*text) + ": scalar " + quote(n) +
+                                   " is a float; constraints compare integers (axes and integer "
+                                   "scalars)"
+                             : "constraint " + quote(*text) + ": unknown name " + quote(n) +
+                                   did_you_mean(n, known));
+          names_ok = false;
+        }
+      if (names_ok)
+        op.constraints.push_back(*text);
+      else
+        ok = false;
+    } catch (const expr::expr_error& e) {
+      ctx.error(cp[i], "constraint " + quote(*text) + ": " + e.what());
+      ok = false;
+    }
   }
 }
 
@@ -541,14 +608,17 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
     ok = false;
   }
   std::vector<std::string> var_axes, const_axes;
-  for (const auto& a : op.axes) (a.is_const ? const_axes : var_axes).push_back(a.name);
+  std::vector<std::string> expr_axes;
+  for (const auto& a : op.axes)
+    (a.is_const ? const_axes : a.is_expr() ? expr_axes : var_axes).push_back(a.name);
   std::vector<std::string> all_axes = names_of(op.axes);
   std::vector<std::string> scalar_names;
   for (const auto& s : op.scalars) scalar_names.push_back(s.name);
   std::map<std::string, jpath, std::less<>> seen_ids;
   for (std::size_t i = 0; i < wj->size(); ++i) {
     const jpath p = wp[i];
-    object_reader r(ctx, (*wj)[i], p, {"id", "axes", "scalars", "weight", "description"});
+    object_reader r(ctx, (*wj)[i], p,
+                    {"id", "axes", "scalars", "weight", "description", "tolerance"});
     if (!r.valid()) {
       ok = false;
       continue;
@@ -598,6 +668,14 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
             ctx.error(xp, "axis " + quote(name) + " is const (value " +
                               std::to_string(op.find_axis(name)->value) +
                               ") and cannot be set by a workload",
+                      true);
+            wok = false;
+            continue;
+          }
+          if (std::find(expr_axes.begin(), expr_axes.end(), name) != expr_axes.end()) {
+            ctx.error(xp,
+                      "axis " + quote(name) + " is an expression (" +
+                          op.find_axis(name)->expression + ") and cannot be set by a workload",
                       true);
             wok = false;
             continue;
@@ -654,6 +732,12 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
           w.scalars[name] = *v;
         }
       }
+    }
+    if (const json* tj = r.get("tolerance")) {
+      if (auto t = parse_tolerance(ctx, *tj, r.path("tolerance"), op.tol))
+        w.tol = *t;
+      else
+        wok = false;
     }
     // Only sound workloads are evaluated later, so that a missing axis is
     // reported once and not again by every expression.
@@ -824,7 +908,7 @@ void parse_campaign(context& ctx, const object_reader& top, operator_config& op,
 void check_operator_workloads(context& ctx, const operator_config& op) {
   const jpath root;
   for (const auto& w : op.workloads) {
-    const auto names = workload_names(op, w);
+    auto names = workload_names(op, w);
     const std::string who = "workload " + quote(w.id) + ": ";
     auto eval = [&](const jpath& p, const std::string& text) -> std::optional<std::int64_t> {
       try {
@@ -834,6 +918,45 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
         return std::nullopt;
       }
     };
+    bool axes_ok = true;
+    for (const auto& a : op.axes) {
+      if (!a.is_expr()) continue;
+      const jpath ep = root / "axes" / a.name / "expression";
+      if (!names.count(a.name)) {
+        // Unresolved: the evaluation says which name (in a cycle, the other axis).
+        if (eval(ep, a.expression))
+          ctx.error(ep, who + "axis " + quote(a.name) + " could not be evaluated");
+        axes_ok = false;
+      } else if (names.at(a.name) < 1) {
+        ctx.error(ep, who + "axis " + quote(a.name) + " = " + std::to_string(names.at(a.name)) +
+                          " must be >= 1");
+        axes_ok = false;
+      }
+    }
+    if (!axes_ok) continue;
+    for (const auto& s : op.scalars) {
+      if (dtype_is_float(s.type)) continue;
+      auto it = w.scalars.find(s.name);
+      names[s.name] = static_cast<std::int64_t>(it == w.scalars.end() ? s.value : it->second);
+    }
+    for (std::size_t i = 0; i < op.constraints.size(); ++i) {
+      const jpath cp = (root / "constraints")[i];
+      try {
+        const auto cond = expr::condition::parse(op.constraints[i]);
+        if (!cond.holds(expr::map_resolver(names))) {
+          std::string vals;  // the values it was checked with
+          for (const auto& n : cond.names())
+            if (auto it = names.find(n); it != names.end())
+              vals += (vals.empty() ? "" : ", ") + n + " = " + std::to_string(it->second);
+          ctx.error(cp, who + "violates constraint " + quote(op.constraints[i]) + " (" + vals + ")");
+        }
+      } catch (const expr::expr_error& e) {
+        ctx.error(cp, who + "constraint " + quote(op.constraints[i]) + ": " + e.what());
+      }
+    }
+    // Integer scalars are names only in constraints.
+    for (const auto& s : op.scalars)
+      if (!dtype_is_float(s.type)) names.erase(s.name);
     for (int io = 0; io < 2; ++io) {
       const auto& list = io == 0 ? op.inputs : op.outputs;
       const jpath lp = root / (io == 0 ? "inputs" : "outputs");
@@ -916,9 +1039,9 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
                                               const json_locator* loc) {
   const jpath root;
   object_reader top(ctx, doc, root,
-                    {"$schema", "name", "op_type", "description", "tags", "axes", "scalars",
-                     "inputs", "outputs", "tolerance", "roofline", "workloads", "reference",
-                     "baseline", "seed", "campaign"});
+                    {"$schema", "name", "op_type", "kb_class", "description", "tags", "axes",
+                     "scalars", "inputs", "outputs", "tolerance", "roofline", "workloads",
+                     "constraints", "reference", "baseline", "seed", "campaign"});
   if (!top.valid()) return std::nullopt;
   operator_config op;
   bool ok = true;
@@ -934,6 +1057,23 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     ok = false;
   }
   if (auto s = top.string("op_type")) op.op_type = *s;
+  if (auto s = top.string("kb_class")) {
+    // The knowledge base's class names (knowledge_base/kb/document.cpp,
+    // operator_classes()); config does not link the knowledge base.
+    static const std::vector<std::string> classes = {
+        "elementwise", "normalization", "reduction",    "softmax",   "gemm",
+        "gemv",        "attention",     "quantization", "moe",       "sort-scan",
+        "topk",        "kv-cache",      "convolution",  "recurrent", "any"};
+    if (std::find(classes.begin(), classes.end(), *s) == classes.end()) {
+      std::string all;
+      for (const auto& c : classes) all += (all.empty() ? "" : ", ") + c;
+      ctx.error(top.path("kb_class"), "unknown knowledge-base operator class " + quote(*s) +
+                                          did_you_mean(*s, classes) + " (one of " + all + ")");
+      ok = false;
+    } else {
+      op.kb_class = *s;
+    }
+  }
   if (auto s = top.string("description")) op.description = *s;
   if (const json* tags = top.get("tags")) {
     if (!tags->is_array()) {
@@ -963,6 +1103,7 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     if (t.in_place && !t.tol) t.tol = op.tol;
   parse_roofline(ctx, top, op, ok);
   parse_workloads(ctx, top, op, ok, loc);
+  parse_constraints(ctx, top, op, ok);
   parse_campaign(ctx, top, op, ok);
 
   struct cand_slot {

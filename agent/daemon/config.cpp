@@ -96,7 +96,7 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
     throw kopt::config_error("daemon config " + label + ": must be a JSON object");
   reader r(j, "", label);
   r.only({"state_dir", "database", "spool_dir", "gpus", "evaluator", "worker", "fake", "providers",
-          "limits", "http", "log", "$comment"});
+          "knowledge_base", "prompts_dir", "limits", "http", "log", "$comment"});
   daemon_config c;
   c.file = file;
   // Relative paths are relative to the config file, so that a config and its
@@ -136,7 +136,8 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
 
   const reader w = r.sub("worker");
   w.only({"exe", "launch_prefix", "cache_dir", "hello_timeout_s", "silence_timeout_s",
-          "max_restarts", "seeds", "min_time_s", "max_time_s", "launch_timeout_ms", "peaks_file"});
+          "max_restarts", "seeds", "min_time_s", "max_time_s", "launch_timeout_ms", "peaks_file",
+          "counters"});
   c.worker.exe = resolve(base, w.str("exe", "")).string();
   c.worker.launch_prefix = w.strings("launch_prefix");
   c.worker.cache_dir = w.has("cache_dir") ? resolve(base, w.str("cache_dir", "")).string()
@@ -149,6 +150,17 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
   c.worker.max_time_s = w.num("max_time_s", 1.0, 0, 600);
   c.worker.launch_timeout_ms = static_cast<int>(w.integer("launch_timeout_ms", 10000, 1, 3600000));
   c.worker.peaks_file = resolve(base, w.str("peaks_file", "")).string();
+  c.worker.counters = w.str("counters", "default");
+  if (c.worker.counters != "none" && c.worker.counters != "default" && c.worker.counters != "full")
+    w.fail("counters", "must be \"none\", \"default\" or \"full\" (docs/counters.md)");
+
+  const reader kbr = r.sub("knowledge_base");
+  kbr.only({"directories"});
+  for (const auto& d : kbr.strings("directories")) {
+    if (d.empty()) kbr.fail("directories", "has an empty path");
+    c.kb_directories.push_back(resolve(base, d));
+  }
+  c.prompts_dir = resolve(base, r.str("prompts_dir", ""));
 
   const reader f = r.sub("fake");
   f.only({"delay_ms", "noise_rsd"});
@@ -226,6 +238,8 @@ daemon_config load_config(const std::filesystem::path& file) {
 json daemon_config::to_json() const {
   json prov = json::array();
   for (const auto& [k, v] : providers) prov.push_back(k);
+  json kb_dirs = json::array();
+  for (const auto& d : kb_directories) kb_dirs.push_back(d.string());
   return {{"file", file.string()},
           {"state_dir", state_dir.string()},
           {"database", db_path.string()},
@@ -235,8 +249,11 @@ json daemon_config::to_json() const {
           {"worker",
            {{"exe", worker.exe},
             {"launch_prefix", worker.launch_prefix},
-            {"cache_dir", worker.cache_dir}}},
+            {"cache_dir", worker.cache_dir},
+            {"counters", worker.counters}}},
           {"providers", prov},
+          {"knowledge_base", {{"directories", kb_dirs}}},
+          {"prompts_dir", prompts_dir.string()},
           {"limits",
            {{"max_active_campaigns", active_limit()},
             {"max_step_failures", lim.max_step_failures},

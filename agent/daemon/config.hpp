@@ -28,6 +28,9 @@ struct worker_settings {
   double max_time_s = 1.0;
   int launch_timeout_ms = 10000;
   std::string peaks_file;  // GPU peak table; empty: configs/gpu-peaks.json if found
+  // Counters tier of full/verify stages, as `kopt run` (none, default, full):
+  // each GPU slot then has a profiling worker beside its timing worker.
+  std::string counters = "default";
 };
 
 // Test-only evaluator: no GPU, no worker. Times come from a deterministic
@@ -73,6 +76,11 @@ struct daemon_config {
   // Provider sections by campaign provider name (openai, anthropic, command,
   // replay), each as `kopt run --llm-config` takes it (docs/providers.md).
   std::map<std::string, nlohmann::json> providers;
+  // What LLM campaigns' prompts are built from, with `kopt run`'s defaults:
+  // knowledge-base directories beside kopt's own, and the template directory
+  // (empty: $KOPT_PROMPTS_DIR, then the built-in templates).
+  std::vector<std::filesystem::path> kb_directories;
+  std::filesystem::path prompts_dir;
   limits lim;
   http_settings http;
   log_settings log;

@@ -11,16 +11,14 @@
 #include <cstring>
 #include <fstream>
 
-#include "campaign/loop.hpp"
-#include "campaign/sources.hpp"
+#include "campaign/session.hpp"
 #include "common/error.hpp"
 #include "daemon/http.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
-#include "llm/client.hpp"
-#include "runner/llm_recorder.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -71,13 +69,27 @@ struct step_yield : std::runtime_error {
 };
 
 std::optional<std::string> pending_request(store::store& db, store::row_id id) {
-  auto st = db.db().prepare("SELECT requested_action FROM campaigns WHERE id = ?");
-  st.bind_all(id);
-  if (!st.step()) return std::nullopt;
-  return st.get_opt_text(0);
+  const auto c = store::find_campaign_control(db, id);
+  return c ? c->requested_action : std::nullopt;
 }
 
 }  // namespace
+
+std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
+                                                             const std::string& provider) {
+  campaign::session_options so;
+  if (provider != "autotune") {
+    auto it = cfg.providers.find(provider);
+    if (it == cfg.providers.end()) return std::nullopt;
+    so.llm_section = it->second;
+    so.llm_base_dir = cfg.file.parent_path();
+  }
+  so.kb_directories = cfg.kb_directories;
+  so.prompts_dir = cfg.prompts_dir.string();
+  so.peaks_file = peaks_file_for(cfg);
+  so.counters = cfg.worker.counters;
+  return so;
+}
 
 struct service::step {
   store::row_id id = 0;
@@ -264,15 +276,13 @@ void service::run_step(step& s) {
     // request instead of racing the loop's own state writes.
     {
       store::transaction tx(db.db());
-      auto st = db.db().prepare("SELECT state, requested_action FROM campaigns WHERE id = ?");
-      st.bind_all(s.id);
-      if (!st.step() || (st.get_text(0) != "queued" && st.get_text(0) != "running") ||
-          !st.is_null(1)) {
+      const auto c = store::find_campaign_control(db, s.id);
+      if (!c || (c->state != "queued" && c->state != "running") || c->requested_action) {
         s.outcome = "skipped";
         s.done = true;
         return;
       }
-      if (st.get_text(0) == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
+      if (c->state == "queued") db.set_campaign_state(s.id, store::campaign_state::running);
       tx.commit();
     }
     const auto camp = db.find_campaign(s.id);
@@ -293,63 +303,44 @@ void service::run_step(step& s) {
     }
     const config::operator_config& op = *loaded.op;
 
-    // The candidate source.
-    std::unique_ptr<campaign::candidate_source> source;
-    std::unique_ptr<llm::budget> budget;
-    std::unique_ptr<runner::store_call_recorder> recorder;
-    std::unique_ptr<llm::llm_client> client;
-    if (camp->provider == "autotune") {
-      source = std::make_unique<campaign::autotune_source>();
-    } else {
-      json section;
-      {
-        std::lock_guard lk(cfg_mu_);
-        if (auto it = cfg_.providers.find(camp->provider); it != cfg_.providers.end())
-          section = it->second;
-      }
-      if (section.is_null()) {
-        const std::string why = fmt::format(
-            "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
-            "reload (SIGHUP) and "
-            "`kopt resume {}`",
-            camp->provider, cfg_.file.string(), s.id);
-        store::transaction tx(db.db());
-        db.set_campaign_state(s.id, store::campaign_state::paused, why);
-        tx.commit();
-        spdlog::error("campaign {}: {}", s.id, why);
-        s.outcome = "failed";
-        s.done = true;
-        return;
-      }
-      llm::provider_config pc = llm::parse_provider_config(section, cfg_.file.parent_path());
-      if (pc.model.empty()) pc.model = camp->model;
-      // What is left of the campaign's LLM budget (the loop checks it too).
-      llm::budget_limits bl;
-      if (camp->budget.tokens)
-        bl.tokens = std::max<std::int64_t>(0, *camp->budget.tokens - camp->spent_tokens);
-      if (camp->budget.cost_usd)
-        bl.cost_usd = std::max(0.0, *camp->budget.cost_usd - camp->spent_cost_usd);
-      budget = std::make_unique<llm::budget>(bl);
-      recorder = std::make_unique<runner::store_call_recorder>(db, s.id);
-      client = std::make_unique<llm::llm_client>(
-          llm::make_provider(pc),
-          llm::client_options{budget.get(), recorder.get(), pc.prices, pc.max_concurrency});
-      source = std::make_unique<campaign::llm_source>(*client, pc.max_tokens);
+    // An LLM provider needs its section of the daemon config.
+    std::optional<campaign::session_options> so;
+    {
+      std::lock_guard lk(cfg_mu_);
+      so = session_options_for(cfg_, camp->provider);
+    }
+    if (!so) {
+      const std::string why = fmt::format(
+          "daemon: campaign provider '{}' has no section under \"providers\" in {}; add it, "
+          "reload (SIGHUP) and "
+          "`kopt resume {}`",
+          camp->provider, cfg_.file.string(), s.id);
+      store::transaction tx(db.db());
+      db.set_campaign_state(s.id, store::campaign_state::paused, why);
+      tx.commit();
+      spdlog::error("campaign {}: {}", s.id, why);
+      s.outcome = "failed";
+      s.done = true;
+      return;
     }
 
-    // The evaluator: GPUs leased from the pool.
+    // The evaluator: GPUs leased from the pool. Everything else comes from
+    // the one campaign session, as in `kopt run`.
     const gpu_pool::who who{fmt::format("{} ({})", s.id, op.name), s.team, s.priority};
-    std::unique_ptr<campaign::evaluator> ev;
-    if (cfg_.evaluator == "fake") {
-      fake_settings fs;
-      {
-        std::lock_guard lk(cfg_mu_);
-        fs = cfg_.fake;
+    const campaign::evaluator_factory leased =
+        [&](const config::operator_config& cfg,
+            const campaign::evaluator_spec& spec) -> std::unique_ptr<campaign::evaluator> {
+      if (cfg_.evaluator == "fake") {
+        fake_settings fs;
+        {
+          std::lock_guard lk(cfg_mu_);
+          fs = cfg_.fake;
+        }
+        return std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
       }
-      ev = std::make_unique<pool_fake_evaluator>(*pool_, who, fs, stopping_);
-    } else {
-      ev = std::make_unique<pool_worker_evaluator>(*pool_, who, op, cfg_.worker);
-    }
+      return std::make_unique<pool_worker_evaluator>(*pool_, who, cfg, cfg_.worker, spec.counters);
+    };
+    campaign::session session(db, s.id, op, std::move(*so), leased);
 
     campaign::loop_hooks hooks;
     hooks.at = [&](std::string_view point, std::int64_t) {
@@ -366,10 +357,8 @@ void service::run_step(step& s) {
                    p.iteration, 100 * p.best_sol, p.promoted ? " (new best)" : "", p.tokens,
                    p.cost_usd);
     };
-    auto settings = campaign::loop_settings::from_campaign(*camp);
-    campaign::campaign_loop loop(db, s.id, op, *source, *ev, settings, hooks);
     try {
-      const auto r = loop.run();
+      const auto r = session.run(hooks);
       outcome = "finished";
       spdlog::info("campaign {} finished: {}", s.id, r.stop_reason);
       record_step_success(db, s.id);
@@ -410,10 +399,7 @@ void service::schedule(store::store& db) {
                                                  : 2 * static_cast<int>(cfg_.gpus.size());
   // Requests for campaigns no step is running take effect now.
   {
-    std::vector<store::row_id> ids;
-    auto st = db.db().prepare("SELECT id FROM campaigns WHERE requested_action IS NOT NULL");
-    while (st.step()) ids.push_back(st.get_int(0));
-    for (auto id : ids)
+    for (auto id : store::campaigns_with_requests(db))
       if (!steps_.count(id))
         if (auto a = apply_request(db, id)) spdlog::info("campaign {}: {} applied", id, *a);
   }
@@ -480,8 +466,7 @@ int service::run() {
   update_status("starting", "migrating the store");
   store::store db =
       store::store::open(cfg_.db_path, {.busy_timeout = std::chrono::milliseconds(60000)});
-  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(),
-               db.db().pragma_int("user_version"));
+  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(), db.file_schema_version());
   notify("STATUS=store migrated; starting workers");
   pool_ = std::make_unique<gpu_pool>(cfg_, stopping_);
   update_status("starting", "waiting for the first worker handshake");

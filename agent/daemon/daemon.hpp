@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "campaign/session.hpp"
 #include "daemon/config.hpp"
 #include "store/store.hpp"
 
@@ -33,6 +34,13 @@ namespace kopt::daemon {
 
 class gpu_pool;
 class http_api;
+
+// The campaign session's settings for a daemon campaign of `provider`: its
+// section under "providers", the knowledge-base and template directories,
+// the peak table and the counters tier, with `kopt run`'s defaults. Empty
+// when an LLM provider has no section.
+std::optional<campaign::session_options> session_options_for(const daemon_config& cfg,
+                                                             const std::string& provider);
 
 class service {
  public:

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "daemon/daemon.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -15,13 +16,13 @@ using json = nlohmann::json;
 
 namespace {
 
-json opt(const store::statement& st, int col, bool real) {
-  if (st.is_null(col)) return nullptr;
-  return real ? json(st.get_double(col)) : json(st.get_int(col));
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
 }
 
-json time_or_null(const store::statement& st, int col) {
-  return st.is_null(col) ? json(nullptr) : json(store::format_time(st.get_int(col)));
+json time_or_null(const std::optional<std::int64_t>& ms) {
+  return ms ? json(store::format_time(*ms)) : json(nullptr);
 }
 
 // Prometheus label values: backslash, quote and newline escaped.
@@ -47,61 +48,49 @@ void family(std::ostringstream& o, const char* name, const char* type, const cha
 }  // namespace
 
 json campaigns_json(store::store& reader, std::optional<store::row_id> only) {
-  std::string sql =
-      "SELECT c.id, o.name, c.state, c.provider, c.model, c.team, c.priority, c.spent_iterations, "
-      "c.budget_iterations, c.spent_tokens, c.budget_tokens, c.spent_cost_usd, c.budget_cost_usd, "
-      "c.spent_wall_time_s, c.budget_wall_time_s, c.best_candidate_id, c.best_score, c.created_at, "
-      "c.updated_at, "
-      "c.started_at, c.finished_at, c.stop_reason, c.requested_action, c.step_failures, "
-      "c.last_error, c.not_before, "
-      "json_extract(c.settings_json, '$.target_sol_fraction') "
-      "FROM campaigns c JOIN operators o ON o.id = c.operator_id WHERE c.provider <> 'eval'";
-  if (only) sql += " AND c.id = ?";
-  sql += " ORDER BY c.id DESC";
-  auto st = reader.db().prepare(sql);
-  if (only) st.bind(1, *only);
   json out = json::array();
-  while (st.step()) {
-    json c = {{"id", st.get_int(0)},
-              {"operator", st.get_text(1)},
-              {"state", st.get_text(2)},
-              {"provider", st.get_text(3)},
-              {"model", st.get_text(4)},
-              {"team", st.get_text(5)},
-              {"priority", st.get_int(6)},
+  for (const auto& r : store::campaign_overviews(reader, only)) {
+    json c = {{"id", r.id},
+              {"operator", r.operator_name},
+              {"state", r.state},
+              {"provider", r.provider},
+              {"model", r.model},
+              {"team", r.team},
+              {"priority", r.priority},
               {"spent",
-               {{"iterations", st.get_int(7)},
-                {"tokens", st.get_int(9)},
-                {"cost_usd", st.get_double(11)},
-                {"wall_time_s", st.get_double(13)}}},
+               {{"iterations", r.spent_iterations},
+                {"tokens", r.spent_tokens},
+                {"cost_usd", r.spent_cost_usd},
+                {"wall_time_s", r.spent_wall_time_s}}},
               {"budget",
-               {{"iterations", opt(st, 8, false)},
-                {"tokens", opt(st, 10, false)},
-                {"cost_usd", opt(st, 12, true)},
-                {"wall_time_s", opt(st, 14, true)}}},
-              {"best_candidate_id", opt(st, 15, false)},
-              {"best_sol_fraction", opt(st, 16, true)},
-              {"target_sol_fraction", opt(st, 26, true)},
-              {"created_at", time_or_null(st, 17)},
-              {"updated_at", time_or_null(st, 18)},
-              {"started_at", time_or_null(st, 19)},
-              {"finished_at", time_or_null(st, 20)},
-              {"stop_reason", st.is_null(21) ? json(nullptr) : json(st.get_text(21))},
-              {"requested_action", st.is_null(22) ? json(nullptr) : json(st.get_text(22))},
-              {"step_failures", st.get_int(23)},
-              {"last_error", st.is_null(24) ? json(nullptr) : json(st.get_text(24))},
-              {"retry_at", time_or_null(st, 25)}};
+               {{"iterations", opt(r.budget_iterations)},
+                {"tokens", opt(r.budget_tokens)},
+                {"cost_usd", opt(r.budget_cost_usd)},
+                {"wall_time_s", opt(r.budget_wall_time_s)}}},
+              {"best_candidate_id", opt(r.best_candidate_id)},
+              {"best_sol_fraction", opt(r.best_score)},
+              {"target_sol_fraction", opt(r.target_sol_fraction)},
+              {"created_at", store::format_time(r.created_at)},
+              {"updated_at", store::format_time(r.updated_at)},
+              {"started_at", time_or_null(r.started_at)},
+              {"finished_at", time_or_null(r.finished_at)},
+              {"stop_reason", opt(r.stop_reason)},
+              {"requested_action", opt(r.requested_action)},
+              {"step_failures", r.step_failures},
+              {"last_error", opt(r.last_error)},
+              {"retry_at", time_or_null(r.not_before)}};
     // Progress: the share of the most binding budget spent (null without a
     // budget), so the dashboard can draw a bar.
     double p = -1;
-    if (!st.is_null(8) && st.get_int(8) > 0)
-      p = std::max(p, static_cast<double>(st.get_int(7)) / static_cast<double>(st.get_int(8)));
-    if (!st.is_null(14) && st.get_double(14) > 0)
-      p = std::max(p, st.get_double(13) / st.get_double(14));
-    if (!st.is_null(10) && st.get_int(10) > 0)
-      p = std::max(p, static_cast<double>(st.get_int(9)) / static_cast<double>(st.get_int(10)));
-    if (!st.is_null(12) && st.get_double(12) > 0)
-      p = std::max(p, st.get_double(11) / st.get_double(12));
+    if (r.budget_iterations && *r.budget_iterations > 0)
+      p = std::max(
+          p, static_cast<double>(r.spent_iterations) / static_cast<double>(*r.budget_iterations));
+    if (r.budget_wall_time_s && *r.budget_wall_time_s > 0)
+      p = std::max(p, r.spent_wall_time_s / *r.budget_wall_time_s);
+    if (r.budget_tokens && *r.budget_tokens > 0)
+      p = std::max(p, static_cast<double>(r.spent_tokens) / static_cast<double>(*r.budget_tokens));
+    if (r.budget_cost_usd && *r.budget_cost_usd > 0)
+      p = std::max(p, r.spent_cost_usd / *r.budget_cost_usd);
     const std::string state = c["state"];
     if (state == "done" || state == "failed" || state == "cancelled") p = 1;
     c["progress"] = p < 0 ? json(nullptr) : json(std::min(1.0, p));
@@ -112,7 +101,7 @@ json campaigns_json(store::store& reader, std::optional<store::row_id> only) {
 
 std::string metrics_text(store::store& reader, const json& status) {
   std::ostringstream o;
-  auto& db = reader.db();
+  const store::store_totals t = store::totals(reader);
   family(o, "kopt_daemon_ready", "gauge",
          "1 when the daemon is ready (store migrated, a worker handshake done).");
   o << "kopt_daemon_ready " << (status.value("ready", false) ? 1 : 0) << '\n';
@@ -135,21 +124,14 @@ std::string metrics_text(store::store& reader, const json& status) {
 
   family(o, "kopt_campaigns", "gauge", "Campaigns by state.");
   for (const auto& s : store::campaign_state_names()) {
-    auto st = db.prepare("SELECT count(*) FROM campaigns WHERE state = ? AND provider <> 'eval'");
-    st.bind_all(std::string(s));
-    st.step();
-    o << "kopt_campaigns{state=\"" << s << "\"} " << st.get_int(0) << '\n';
+    const auto it = t.campaigns_by_state.find(std::string(s));
+    o << "kopt_campaigns{state=\"" << s << "\"} "
+      << (it == t.campaigns_by_state.end() ? 0 : it->second) << '\n';
   }
   family(o, "kopt_evaluations_total", "counter",
          "Evaluation rows (candidate x workload x stage) by status.");
-  {
-    std::map<std::string, std::int64_t> by;
-    for (const auto& s : store::eval_status_names()) by[std::string(s)] = 0;
-    auto st = db.prepare("SELECT status, count(*) FROM evaluations GROUP BY status");
-    while (st.step()) by[st.get_text(0)] = st.get_int(1);
-    for (const auto& [k, v] : by)
-      o << "kopt_evaluations_total{status=\"" << label(k) << "\"} " << v << '\n';
-  }
+  for (const auto& [k, v] : t.evaluations_by_status)
+    o << "kopt_evaluations_total{status=\"" << label(k) << "\"} " << v << '\n';
   family(o, "kopt_gpu_busy_seconds_total", "counter",
          "Seconds each GPU was leased to an evaluation (this daemon run).");
   const json gpus = status.value("gpus", json::array());
@@ -188,48 +170,24 @@ std::string metrics_text(store::store& reader, const json& status) {
         o << "kopt_team_gpu_seconds_total{team=\"" << label(t) << "\"} " << v.get<double>() << '\n';
 
   family(o, "kopt_llm_calls_total", "counter", "LLM calls by status.");
-  {
-    auto st = db.prepare("SELECT status, count(*) FROM llm_calls GROUP BY status");
-    bool any = false;
-    while (st.step()) {
-      any = true;
-      o << "kopt_llm_calls_total{status=\"" << label(st.get_text(0)) << "\"} " << st.get_int(1)
-        << '\n';
-    }
-    if (!any) o << "kopt_llm_calls_total{status=\"ok\"} 0\n";
-  }
-  {
-    auto st = db.prepare(
-        "SELECT coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
-        "coalesce(sum(cached_tokens),0), "
-        "coalesce(sum(reasoning_tokens),0), coalesce(sum(cost_usd),0), coalesce(sum(attempts - "
-        "1),0) FROM llm_calls");
-    st.step();
-    family(o, "kopt_llm_tokens_total", "counter", "LLM tokens by kind.");
-    o << "kopt_llm_tokens_total{kind=\"prompt\"} " << st.get_int(0) << '\n';
-    o << "kopt_llm_tokens_total{kind=\"completion\"} " << st.get_int(1) << '\n';
-    o << "kopt_llm_tokens_total{kind=\"cached\"} " << st.get_int(2) << '\n';
-    o << "kopt_llm_tokens_total{kind=\"reasoning\"} " << st.get_int(3) << '\n';
-    family(o, "kopt_llm_cost_usd_total", "counter", "LLM cost in US dollars.");
-    o << "kopt_llm_cost_usd_total " << st.get_double(4) << '\n';
-    family(o, "kopt_llm_retries_total", "counter", "LLM attempts beyond the first (retries).");
-    o << "kopt_llm_retries_total " << st.get_int(5) << '\n';
-  }
+  for (const auto& [k, v] : t.llm_calls_by_status)
+    o << "kopt_llm_calls_total{status=\"" << label(k) << "\"} " << v << '\n';
+  if (t.llm_calls_by_status.empty()) o << "kopt_llm_calls_total{status=\"ok\"} 0\n";
+  family(o, "kopt_llm_tokens_total", "counter", "LLM tokens by kind.");
+  o << "kopt_llm_tokens_total{kind=\"prompt\"} " << t.prompt_tokens << '\n';
+  o << "kopt_llm_tokens_total{kind=\"completion\"} " << t.completion_tokens << '\n';
+  o << "kopt_llm_tokens_total{kind=\"cached\"} " << t.cached_tokens << '\n';
+  o << "kopt_llm_tokens_total{kind=\"reasoning\"} " << t.reasoning_tokens << '\n';
+  family(o, "kopt_llm_cost_usd_total", "counter", "LLM cost in US dollars.");
+  o << "kopt_llm_cost_usd_total " << t.llm_cost_usd << '\n';
+  family(o, "kopt_llm_retries_total", "counter", "LLM attempts beyond the first (retries).");
+  o << "kopt_llm_retries_total " << t.llm_retries << '\n';
   family(o, "kopt_submissions_total", "counter", "Spool files taken, by status.");
-  {
-    std::map<std::string, std::int64_t> by{{"accepted", 0}, {"rejected", 0}};
-    auto st = db.prepare("SELECT status, count(*) FROM submissions GROUP BY status");
-    while (st.step()) by[st.get_text(0)] = st.get_int(1);
-    for (const auto& [k, v] : by)
-      o << "kopt_submissions_total{origin=\"spool\",status=\"" << k << "\"} " << v << '\n';
-  }
+  for (const auto& [k, v] : t.submissions_by_status)
+    o << "kopt_submissions_total{origin=\"spool\",status=\"" << k << "\"} " << v << '\n';
   family(o, "kopt_step_failures_total", "counter",
          "Failed campaign steps recorded (events step_failed).");
-  {
-    auto st = db.prepare("SELECT count(*) FROM events WHERE kind = 'step_failed'");
-    st.step();
-    o << "kopt_step_failures_total " << st.get_int(0) << '\n';
-  }
+  o << "kopt_step_failures_total " << t.step_failed_events << '\n';
   return o.str();
 }
 
@@ -241,7 +199,7 @@ const char* dashboard_html() {
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em} table{border-collapse:collapse;width:100%}
 th,td{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}
-td.err{white-space:normal;color:#a00;max-width:30em}
+td.note{white-space:normal;color:#555;max-width:30em}td.note.err{color:#a00}
 .bar{background:#eee;width:120px;height:10px;display:inline-block}
 .bar i{background:#3a7;height:10px;display:block}
 .running{color:#06c}.done{color:#080}.failed,.cancelled{color:#a00}.paused{color:#a60}
@@ -263,12 +221,15 @@ async function refresh(){
   const cs=await (await fetch('/api/campaigns')).json();
   document.getElementById('rows').innerHTML=cs.map(c=>{
    const p=c.progress==null?'':'<span class="bar"><i style="width:'+Math.round(100*c.progress)+'%"></i></span>';
+   // Red only for errors; a normal stop reason (budget, target reached,
+   // search space exhausted) is plain text.
    const note=c.last_error||c.stop_reason||c.requested_action||'';
+   const bad=!!c.last_error||c.state==='failed';
    return '<tr><td>'+c.id+'</td><td>'+esc(c.operator)+'</td><td>'+esc(c.team)+'</td><td>'+c.priority+
     '</td><td class="'+c.state+'">'+c.state+'</td><td>'+p+'</td><td>'+c.spent.iterations+
     (c.budget.iterations!=null?' / '+c.budget.iterations:'')+'</td><td>'+
     (c.best_sol_fraction==null?'-':(100*c.best_sol_fraction).toFixed(1))+'</td><td>'+c.spent.tokens+
-    '</td><td>'+c.spent.cost_usd.toFixed(2)+'</td><td class="err">'+esc(note)+'</td></tr>';}).join('');
+    '</td><td>'+c.spent.cost_usd.toFixed(2)+'</td><td class="note'+(bad?' err':'')+'">'+esc(note)+'</td></tr>';}).join('');
  }catch(e){document.getElementById('st').textContent='cannot reach the daemon: '+e;}
 }
 refresh();setInterval(refresh,5000);

@@ -23,6 +23,9 @@ using clock_type = std::chrono::steady_clock;
 struct gpu_pool::slot {
   slot_stats st;
   std::unique_ptr<runner::worker_client> client;
+  // The --profile-only worker for counters (docs/counters.md): started on
+  // first use by runner::evaluate_with_counters, stopped with the slot's.
+  std::unique_ptr<runner::worker_client> profiler;
   bool busy = false;
   clock_type::time_point not_before{};
   int consecutive_failures = 0;
@@ -68,6 +71,14 @@ std::string find_peaks_file(const std::string& configured) {
   return "";
 }
 
+}  // namespace
+
+std::string peaks_file_for(const daemon_config& cfg) {
+  return find_peaks_file(cfg.worker.peaks_file);
+}
+
+namespace {
+
 double backoff_delay(double initial, double max, int failures) {
   return std::min(max, initial * std::pow(2.0, std::min(failures - 1, 30)));
 }
@@ -94,6 +105,7 @@ gpu_pool::gpu_pool(const daemon_config& cfg, const std::atomic<bool>& stopping)
           std::chrono::seconds(static_cast<std::int64_t>(std::ceil(cfg.worker.silence_timeout_s)));
       o.max_restarts = cfg.worker.max_restarts;
       s->client = std::make_unique<runner::worker_client>(o);
+      s->profiler = std::make_unique<runner::worker_client>(runner::profiler_options(o));
     }
     slots_.push_back(std::move(s));
   }
@@ -119,8 +131,7 @@ void gpu_pool::start_slot(slot& s) {
   std::string error;
   try {
     if (s.client) {
-      const json& hello = s.client->start();
-      device = hello.value("device", json::object());
+      device = s.client->start().device;
       if (const auto pf = find_peaks_file(cfg_.worker.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), device.value("name", ""));
       if (!peaks)
@@ -191,6 +202,13 @@ bool gpu_pool::any_ready() const {
 std::string gpu_pool::not_ready_reason() const {
   std::lock_guard lk(mu_);
   return last_error_.empty() ? "waiting for the first worker handshake" : last_error_;
+}
+
+json gpu_pool::any_device() const {
+  std::lock_guard lk(mu_);
+  for (const auto& s : slots_)
+    if (s->st.state == "ready" || s->st.state == "busy") return s->st.device;
+  return json::object();
 }
 
 std::vector<slot_stats> gpu_pool::stats() const {
@@ -278,11 +296,12 @@ void gpu_pool::stop_all() {
       if (!s->busy && s->st.state != "starting") idle.push_back(s.get());
   }
   for (slot* s : idle)
-    if (s->client) {
+    for (auto* c : {s->client.get(), s->profiler.get()}) {
+      if (!c) continue;
       try {
-        s->client->stop();
+        c->stop();
       } catch (const std::exception& e) {
-        spdlog::warn("GPU {}: stopping the worker: {}", s->st.gpu, e.what());
+        spdlog::warn("GPU {}: stopping a worker: {}", s->st.gpu, e.what());
       }
     }
 }
@@ -299,6 +318,9 @@ int gpu_pool::lease::gpu() const {
 runner::worker_client* gpu_pool::lease::client() const {
   return slot_->client.get();
 }
+runner::worker_client* gpu_pool::lease::profiler() const {
+  return slot_->profiler.get();
+}
 const std::optional<harness::gpu_peaks>& gpu_pool::lease::peaks() const {
   return slot_->peaks;
 }
@@ -312,12 +334,13 @@ void gpu_pool::lease::count_restarts(int n) {
 }
 
 void gpu_pool::lease::fail(const std::string& why) {
-  // The slot is leased, so only this thread touches its worker.
-  if (slot_->client) {
+  // The slot is leased, so only this thread touches its workers.
+  for (auto* c : {slot_->client.get(), slot_->profiler.get()}) {
+    if (!c) continue;
     try {
-      slot_->client->stop();
+      c->stop();
     } catch (const std::exception& e) {
-      spdlog::warn("GPU {}: stopping the worker: {}", slot_->st.gpu, e.what());
+      spdlog::warn("GPU {}: stopping a worker: {}", slot_->st.gpu, e.what());
     }
   }
   std::lock_guard lk(pool_->mu_);
@@ -342,15 +365,20 @@ campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_reques
   o.min_time_s = ws_.min_time_s;
   o.max_time_s = ws_.max_time_s;
   o.launch_timeout_ms = ws_.launch_timeout_ms;
-  o.counters = "none";  // the daemon's leased workers time only (no profiling worker per GPU yet)
+  o.counters = counters_;
   runner::evaluation_report rep;
   try {
-    rep = l.client()->evaluate(campaign::worker_request(op_, rq, o));
+    rep = runner::evaluate_with_counters(*l.client(), l.profiler(),
+                                         campaign::worker_request(op_, rq, o));
+  } catch (const runner::request_rejected& e) {
+    // A request the worker refuses is this campaign's problem, not the
+    // GPU's; only the worker's own failure (code internal) counts against
+    // the slot.
+    if (e.code() == protocol::error_code::internal) l.fail(e.what());
+    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), e.what()));
   } catch (const kopt::error& e) {
-    const std::string what = e.what();
-    // A request the worker refuses is this campaign's problem, not the GPU's.
-    if (what.rfind("the GPU worker rejected the request", 0) != 0) l.fail(what);
-    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), what));
+    l.fail(e.what());
+    throw worker_failure(fmt::format("GPU {}: {}", l.gpu(), e.what()));
   }
   l.count_restarts(rep.restarts);
   if (rep.restarts >= ws_.max_restarts) {

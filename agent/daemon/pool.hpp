@@ -65,6 +65,9 @@ struct slot_stats {
   nlohmann::json to_json() const;
 };
 
+// The GPU peak table the daemon uses: worker.peaks_file, else kopt's own.
+std::string peaks_file_for(const daemon_config& cfg);
+
 class gpu_pool {
  public:
   gpu_pool(const daemon_config& cfg, const std::atomic<bool>& stopping);
@@ -79,6 +82,8 @@ class gpu_pool {
   bool any_ready() const;
   // Why no worker is ready (the last start error), for /health.
   std::string not_ready_reason() const;
+  // The device of the first ready slot, {} when none is ready yet.
+  nlohmann::json any_device() const;
   std::vector<slot_stats> stats() const;
   std::map<std::string, double> team_gpu_seconds() const;
   void set_backoff(double initial_s, double max_s);
@@ -96,6 +101,8 @@ class gpu_pool {
     ~lease();
     int gpu() const;
     runner::worker_client* client() const;
+    // The slot's --profile-only worker (counters), beside its timing worker.
+    runner::worker_client* profiler() const;
     const std::optional<harness::gpu_peaks>& peaks() const;
     const nlohmann::json& device() const;
     void count_restarts(int n);
@@ -146,17 +153,19 @@ class gpu_pool {
 class pool_worker_evaluator final : public campaign::evaluator {
  public:
   pool_worker_evaluator(gpu_pool& pool, gpu_pool::who w, const config::operator_config& op,
-                        const worker_settings& ws)
-      : pool_(pool), who_(std::move(w)), op_(op), ws_(ws) {}
+                        const worker_settings& ws, std::string counters)
+      : pool_(pool), who_(std::move(w)), op_(op), ws_(ws), counters_(std::move(counters)) {}
   campaign::eval_batch evaluate(const campaign::eval_request& rq) override;
   void record(store::store& db, const campaign::eval_request& rq,
               const campaign::eval_batch& b) override;
+  nlohmann::json device() override { return pool_.any_device(); }
 
  private:
   gpu_pool& pool_;
   gpu_pool::who who_;
   const config::operator_config& op_;
   const worker_settings& ws_;
+  std::string counters_;
 };
 
 // The fake model: every (candidate content, workload) has a fixed true time
@@ -177,6 +186,7 @@ class pool_fake_evaluator final : public campaign::evaluator {
   campaign::eval_batch evaluate(const campaign::eval_request& rq) override;
   void record(store::store& db, const campaign::eval_request& rq,
               const campaign::eval_batch& b) override;
+  nlohmann::json device() override { return pool_.any_device(); }
 
  private:
   gpu_pool& pool_;

@@ -1,7 +1,5 @@
 #include "daemon/queue.hpp"
 
-#include "campaign/submission.hpp"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -12,8 +10,10 @@
 #include <regex>
 #include <sstream>
 
+#include "campaign/submission.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "store/scheduling.hpp"
 
 namespace kopt::daemon {
 
@@ -41,11 +41,9 @@ struct campaign_row {
 };
 
 campaign_row read_row(store::store& db, store::row_id id) {
-  auto st =
-      db.db().prepare("SELECT state, requested_action, started_at FROM campaigns WHERE id = ?");
-  st.bind_all(id);
-  if (!st.step()) throw kopt::not_found_error(fmt::format("no campaign {}", id));
-  return {st.get_text(0), st.get_opt_text(1), !st.is_null(2)};
+  const auto c = store::find_campaign_control(db, id);
+  if (!c) throw kopt::not_found_error(fmt::format("no campaign {}", id));
+  return {c->state, c->requested_action, c->started};
 }
 
 bool terminal(const std::string& s) {
@@ -53,9 +51,7 @@ bool terminal(const std::string& s) {
 }
 
 void set_request(store::store& db, store::row_id id, std::optional<std::string> action) {
-  auto st =
-      db.db().prepare("UPDATE campaigns SET requested_action = ?, updated_at = ? WHERE id = ?");
-  st.bind_all(action, store::now_ms(), id).run();
+  store::set_requested_action(db, id, action);
 }
 
 }  // namespace
@@ -187,14 +183,11 @@ void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
 
   store::transaction tx(db.db());
   {
-    auto st = db.db().prepare(
-        "SELECT id, status, campaign_id, coalesce(error, '') FROM submissions WHERE key = ?");
-    st.bind_all(key);
-    if (st.step()) {
-      const auto sub_id = st.get_int(0);
-      const std::string status = st.get_text(1);
-      const auto cid = st.get_opt_int(2);
-      const std::string err = st.get_text(3);
+    if (const auto seen = store::find_submission(db, key)) {
+      const auto sub_id = seen->id;
+      const std::string status = seen->status;
+      const auto cid = seen->campaign_id;
+      const std::string err = seen->error.value_or("");
       tx.commit();
       // Recorded by a run that died before moving the file: move it now.
       finish_file(it.file, it.dir, it.name, it.rel, sub_id, status, cid, err);
@@ -204,14 +197,15 @@ void process_one(store::store& db, const spool_item& it, std::int64_t max_bytes,
   }
   std::optional<store::row_id> cid;
   if (op) cid = submit_campaign(db, *op, 0, it.team, "spool " + it.rel).campaign_id;
-  auto ins = db.db().prepare(
-      "INSERT INTO submissions(origin, key, path, team, status, campaign_id, error, created_at) "
-      "VALUES ('spool', ?, ?, ?, ?, ?, ?, ?)");
   const std::string status = op ? "accepted" : "rejected";
-  ins.bind_all(key, it.rel, it.team, status, cid,
-               op ? std::optional<std::string>() : std::optional(error), store::now_ms())
-      .run();
-  const auto sub_id = db.db().last_insert_rowid();
+  const auto sub_id = store::add_submission(
+      db, {.origin = "spool",
+           .key = key,
+           .path = it.rel,
+           .team = it.team,
+           .status = status,
+           .campaign_id = cid,
+           .error = op ? std::optional<std::string>() : std::optional(error)});
   tx.commit();
   if (op) {
     spdlog::info("spool: {} queued as campaign {} (team '{}')", it.rel, *cid, it.team);
@@ -307,11 +301,8 @@ control_result resume_campaign(store::store& db, store::row_id id) {
         "campaign {} is {}: it cannot be resumed (submit the operator again)", id, row.state));
   if (row.state == "paused") {
     const std::string to = row.started ? "running" : "queued";
-    auto st = db.db().prepare(
-        "UPDATE campaigns SET state = ?, stop_reason = NULL, requested_action = NULL, "
-        "step_failures = 0, "
-        "not_before = NULL, last_error = NULL, updated_at = ? WHERE id = ?");
-    st.bind_all(to, store::now_ms(), id).run();
+    store::reopen_campaign(
+        db, id, row.started ? store::campaign_state::running : store::campaign_state::queued);
     add_event(db, id, "resumed_by_user", "resumed by user (kopt resume)");
     r.after = to;
     r.changed = true;
@@ -388,14 +379,9 @@ std::optional<std::string> apply_request(store::store& db, store::row_id id) {
 
 std::vector<runnable> runnable_campaigns(store::store& db, std::int64_t now_ms) {
   // provider 'eval' rows are `kopt eval` records, not campaigns to run.
-  auto st = db.db().prepare(
-      "SELECT id, team, priority, created_at FROM campaigns WHERE state IN ('queued','running') "
-      "AND requested_action IS NULL AND (not_before IS NULL OR not_before <= ?) AND provider <> "
-      "'eval' "
-      "ORDER BY created_at, id");
-  st.bind_all(now_ms);
   std::vector<runnable> out;
-  while (st.step()) out.push_back({st.get_int(0), st.get_text(1), st.get_int(2), st.get_int(3), 0});
+  for (const auto& r : store::runnable_campaign_rows(db, now_ms))
+    out.push_back({r.id, r.team, r.priority, r.created_at, 0});
   return out;
 }
 
@@ -424,29 +410,22 @@ std::optional<store::row_id> pick_next(const std::vector<runnable>& cands,
 }
 
 void record_step_success(store::store& db, store::row_id id) {
-  auto st = db.db().prepare(
-      "UPDATE campaigns SET step_failures = 0, not_before = NULL, last_error = NULL WHERE id = ? "
-      "AND (step_failures <> 0 OR not_before IS NOT NULL OR last_error IS NOT NULL)");
-  st.bind_all(id).run();
+  store::clear_step_failures(db, id);
 }
 
 bool record_step_failure(store::store& db, store::row_id id, const std::string& reason,
                          int max_failures, double backoff_initial_s, double backoff_max_s) {
   store::transaction tx(db.db());
-  auto q = db.db().prepare("SELECT step_failures, state FROM campaigns WHERE id = ?");
-  q.bind_all(id);
-  if (!q.step()) throw kopt::not_found_error(fmt::format("no campaign {}", id));
-  const std::int64_t failures = q.get_int(0) + 1;
-  const std::string state = q.get_text(1);
+  const auto row = store::find_campaign_control(db, id);
+  if (!row) throw kopt::not_found_error(fmt::format("no campaign {}", id));
+  const std::int64_t failures = row->step_failures + 1;
+  const std::string state = row->state;
   const double delay =
       std::min(backoff_max_s,
                backoff_initial_s *
                    std::pow(2.0, static_cast<double>(std::min<std::int64_t>(failures - 1, 30))));
   const std::int64_t not_before = store::now_ms() + static_cast<std::int64_t>(delay * 1000);
-  auto st = db.db().prepare(
-      "UPDATE campaigns SET step_failures = ?, not_before = ?, last_error = ?, updated_at = ? "
-      "WHERE id = ?");
-  st.bind_all(failures, not_before, reason, store::now_ms(), id).run();
+  store::set_step_failures(db, id, failures, not_before, reason);
   const bool give_up = failures >= max_failures && !terminal(state);
   add_event(
       db, id, "step_failed",

@@ -89,7 +89,7 @@ completion llm_client::call(const request& r) {
     spdlog::warn("llm {}: call failed ({}): {}", provider_->name(), call_status_name(out.status),
                  out.error);
   }
-  record(r, out, started);
+  out.record_id = record(r, out, started);
   return out;
 }
 
@@ -97,14 +97,15 @@ std::future<completion> llm_client::submit(request r) {
   return std::async(std::launch::async, [this, r = std::move(r)] { return call(r); });
 }
 
-void llm_client::record(const request& r, const completion& c,
-                        std::chrono::system_clock::time_point started) {
-  if (opts_.recorder == nullptr) return;
+std::optional<std::int64_t> llm_client::record(const request& r, const completion& c,
+                                               std::chrono::system_clock::time_point started) {
+  if (opts_.recorder == nullptr) return std::nullopt;
   call_record rec;
   rec.provider = provider_->name();
   rec.model = c.model.empty() ? provider_->model() : c.model;
   rec.tag = r.tag;
   rec.meta = r.meta;
+  rec.iteration_id = r.iteration_id;
   rec.prompt =
       redact_.apply(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   rec.prompt_sha256 =
@@ -122,10 +123,11 @@ void llm_client::record(const request& r, const completion& c,
   rec.error = c.error;
   rec.started = started;
   try {
-    opts_.recorder->record(rec);
+    return opts_.recorder->record(rec);
   } catch (const std::exception& e) {
     spdlog::error("llm: recording a call failed: {}", e.what());
   }
+  return std::nullopt;
 }
 
 }  // namespace kopt::llm

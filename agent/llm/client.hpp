@@ -44,7 +44,8 @@ class llm_client {
   const provider& backend() const noexcept { return *provider_; }
 
  private:
-  void record(const request& r, const completion& c, std::chrono::system_clock::time_point started);
+  std::optional<std::int64_t> record(const request& r, const completion& c,
+                                     std::chrono::system_clock::time_point started);
 
   std::unique_ptr<provider> provider_;
   client_options opts_;

@@ -251,6 +251,9 @@ int run_check(const check_options& o, const std::function<call_recorder*()>& rec
 void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
   CLI::App* llm = app.add_subcommand("llm", "LLM provider tools");
   llm->require_subcommand(1);
+  llm->footer(
+      "Examples:\n  kopt llm check --provider openai --model gpt-4.1 --api-key-env OPENAI_API_KEY\n"
+      "Run 'kopt llm check --help' for its options. See docs/providers.md.");
   auto opts = std::make_shared<check_options>();
   CLI::App* check =
       llm->add_subcommand("check", "Send one tiny request to each configured model and report");
@@ -292,6 +295,14 @@ void register_llm_cli(CLI::App& app, std::function<call_recorder*()> recorder) {
       "send a long identical prompt twice and report how much of the second was read from the "
       "provider's cache (about 12k input tokens in all)");
   check->add_flag("--json", opts->json_out, "print the report as JSON");
+  check->footer(
+      "Examples:\n"
+      "  kopt llm check --provider openai --model gpt-4.1 --api-key-env OPENAI_API_KEY\n"
+      "  kopt llm check --provider anthropic --model claude-sonnet-4-5\n"
+      "  kopt llm check --config campaign.json --json   # its \"llm\" section\n"
+      "  kopt llm check --provider openai --base-url http://localhost:8000/v1 --model m\n"
+      "Exit codes: 0 the provider answered, 1 invalid configuration (missing key, bad field),\n"
+      "6 the call failed (network, HTTP error, quota). See docs/providers.md.");
   check->callback([opts, recorder] {
     const int rc = run_check(*opts, recorder);
     if (rc != 0) throw CLI::RuntimeError(rc);

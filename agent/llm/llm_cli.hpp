@@ -13,11 +13,13 @@
 
 namespace kopt::llm {
 
-// Exit codes of `kopt llm check`: 0 the provider answered; 1 the call
-// failed; 2 the configuration is invalid (missing key, bad field).
+// Exit codes of `kopt llm check`, those of every kopt command
+// (agent/cli/exit_codes.hpp, docs/cli.md): 0 the provider answered; 6 the
+// call failed (provider error); 1 the configuration is invalid (missing
+// key, bad field).
 inline constexpr int check_exit_ok = 0;
-inline constexpr int check_exit_call_failed = 1;
-inline constexpr int check_exit_config = 2;
+inline constexpr int check_exit_call_failed = 6;
+inline constexpr int check_exit_config = 1;
 
 // Adds the `llm` subcommand group with `check`. The callback throws
 // CLI::RuntimeError(code) for a non-zero exit, which CLI11's app.exit() maps.

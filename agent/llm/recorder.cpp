@@ -44,9 +44,10 @@ std::vector<call_record> memory_recorder::records() const {
   return records_;
 }
 
-void memory_recorder::do_record(const call_record& r) {
+std::optional<std::int64_t> memory_recorder::do_record(const call_record& r) {
   std::lock_guard lock(mu_);
   records_.push_back(r);
+  return static_cast<std::int64_t>(records_.size());  // 1-based, as row ids are
 }
 
 jsonl_recorder::jsonl_recorder(const std::filesystem::path& path)
@@ -54,13 +55,14 @@ jsonl_recorder::jsonl_recorder(const std::filesystem::path& path)
   if (!out_) throw error("cannot open transcript " + path.string() + " for appending");
 }
 
-void jsonl_recorder::do_record(const call_record& r) {
+std::optional<std::int64_t> jsonl_recorder::do_record(const call_record& r) {
   std::lock_guard lock(mu_);
   out_ << to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
   if (!out_)
     spdlog::error("llm: writing transcript {} failed; later calls may be missing from it",
                   path_.string());
+  return std::nullopt;  // a transcript keeps no rows to link to
 }
 
 }  // namespace kopt::llm

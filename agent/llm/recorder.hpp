@@ -20,8 +20,9 @@ namespace kopt::llm {
 struct call_record {
   std::string provider;
   std::string model;
-  std::string tag;     // the request's tag (campaign, iteration)
-  std::string prompt;  // prompt_json(request) serialised
+  std::string tag;                           // the request's tag (campaign, iteration)
+  std::optional<std::int64_t> iteration_id;  // the request's iteration row
+  std::string prompt;                        // prompt_json(request) serialised
   std::string prompt_sha256;
   std::string response;            // the answer text (the first when the call asked for n > 1)
   std::vector<std::string> texts;  // every answer of an n > 1 call; else empty
@@ -46,11 +47,12 @@ class call_recorder {
  public:
   virtual ~call_recorder() = default;
   // Must not throw for a full disk or a busy database: the call happened
-  // either way; implementations log their own failures.
-  void record(const call_record& r) { do_record(r); }
+  // either way; implementations log their own failures. Returns the id of
+  // the row kept for the call when the recorder keeps rows (the store).
+  std::optional<std::int64_t> record(const call_record& r) { return do_record(r); }
 
  protected:
-  virtual void do_record(const call_record& r) = 0;
+  virtual std::optional<std::int64_t> do_record(const call_record& r) = 0;
 };
 
 class memory_recorder final : public call_recorder {
@@ -58,7 +60,7 @@ class memory_recorder final : public call_recorder {
   std::vector<call_record> records() const;
 
  protected:
-  void do_record(const call_record& r) override;
+  std::optional<std::int64_t> do_record(const call_record& r) override;
 
  private:
   mutable std::mutex mu_;
@@ -72,7 +74,7 @@ class jsonl_recorder final : public call_recorder {
       const std::filesystem::path& path);  // throws kopt::error if it cannot open
 
  protected:
-  void do_record(const call_record& r) override;
+  std::optional<std::int64_t> do_record(const call_record& r) override;
 
  private:
   std::mutex mu_;

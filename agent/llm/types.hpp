@@ -40,6 +40,9 @@ struct request {
   // What the caller wants recorded with the call (the items it showed, its
   // dropout draw, its strategy hint, the router's arm); never sent.
   nlohmann::json meta = nlohmann::json::object();
+  // The store row of the campaign iteration this call serves, carried into
+  // its record so that every call is linked to its iteration; never sent.
+  std::optional<std::int64_t> iteration_id;
 };
 
 // Token counts normalised across APIs. `prompt` counts every input token,
@@ -84,6 +87,9 @@ struct completion {
   int attempts = 0;
   std::chrono::milliseconds latency{0};  // wall time of the whole call, retries included
   std::string error;                     // why it failed (redacted: never holds a key)
+  // The row the recorder kept for this call (llm_calls.id in the store), so
+  // that what the answer produced can name the call; empty without one.
+  std::optional<std::int64_t> record_id;
 
   bool ok() const noexcept { return status == call_status::ok; }
   // True when the answer was cut by the output cap; the loop may say so to the LLM.

@@ -134,10 +134,14 @@ void classify(campaign_data& d, candidate_view& v) {
   bool any_compile_error = !comps.empty() && !v.compiled;
   bool integrity = false, failure = false, any_run = false;
   for (const auto& e : evals) {
-    if (e.status == store::eval_status::compile_error) any_compile_error = true;
+    if (e.status == store::eval_status::compile_error ||
+        e.status == store::eval_status::compile_timeout ||
+        e.status == store::eval_status::rejected_format)
+      any_compile_error = true;
     if (e.status == store::eval_status::rejected_integrity) integrity = true;
     if (is_failure(e.status)) failure = true;
-    if (e.status != store::eval_status::skipped) any_run = true;
+    if (e.status != store::eval_status::skipped && e.status != store::eval_status::reference_failed)
+      any_run = true;
   }
   if (setup) {
     v.result = outcome::start;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -10,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "config/expr.hpp"
 #include "config/operator.hpp"
 
 namespace kopt::report {
@@ -71,13 +73,22 @@ std::string num(const std::optional<std::int64_t>& v) {
   return v ? std::to_string(*v) : "";
 }
 
-// A stable UUID-shaped id from a name (so that re-exports agree).
+// A stable id from a name, so that re-exports agree: 122 bits of the
+// name's SHA-256 in an RFC 9562 version 8 (custom) UUID. Not version 5,
+// which is defined as SHA-1 over a namespace and the name.
 std::string uuid_of(const std::string& name) {
   std::string h = sha256_hex(name);
-  h[12] = '5';
+  h[12] = '8';
   h[16] = "89ab"[static_cast<unsigned char>(h[16]) % 4];
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
          "-" + h.substr(20, 12);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::string safe_name(std::string s) {
@@ -202,6 +213,8 @@ std::string flashinfer_status(store::eval_status s) {
     case eval_status::ok:
       return "PASSED";
     case eval_status::compile_error:
+    case eval_status::compile_timeout:
+    case eval_status::rejected_format:
       return "COMPILE_ERROR";
     case eval_status::incorrect:
       return "INCORRECT_NUMERICAL";
@@ -211,6 +224,7 @@ std::string flashinfer_status(store::eval_status s) {
     case eval_status::launch_error:
     case eval_status::rejected_integrity:
     case eval_status::skipped:
+    case eval_status::reference_failed:
       return "RUNTIME_ERROR";
   }
   return "RUNTIME_ERROR";
@@ -252,8 +266,16 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
     files.push_back(rel.generic_string());
   };
 
-  // Definition. Shapes that are expressions (not a bare axis name) and
-  // kopt's CUDA reference have no FlashInfer equivalent: kept as notes.
+  // Definition. FlashInfer-Trace has var and const axes only: kopt's expr
+  // axes, and shapes that are expressions, become var axes whose value each
+  // workload states. The kopt extension carries the config itself (the
+  // CUDA reference, roofline, tolerances, generators, weights), so that an
+  // import of this export gives back the same config.
+  std::optional<config::operator_config> op_cfg;
+  {
+    const auto lr = config::load_operator_text(cfg.dump(), def_name + ".json", ".");
+    if (lr.ok()) op_cfg = *lr.op;
+  }
   json def = {{"name", def_name},
               {"op_type", op_type},
               {"description", cfg.value("description", "")},
@@ -261,23 +283,46 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
               {"axes", json::object()},
               {"inputs", json::object()},
               {"outputs", json::object()}};
-  def["tags"].push_back("source:kopt");
+  if (std::find(def["tags"].begin(), def["tags"].end(), json("source:kopt")) == def["tags"].end())
+    def["tags"].push_back("source:kopt");
+  std::vector<std::string> derived;             // names of var axes that kopt computes
+  std::map<std::string, std::string> dim_axis;  // shape expression -> its axis
   for (const auto& [k, a] : member(cfg, "axes").items()) {
-    json ax = {{"type", a.value("type", "var")}};
+    const std::string type = a.value("type", "var");
+    json ax = {{"type", type == "expr" ? "var" : type}};
     if (a.contains("value")) ax["value"] = a["value"];
-    if (a.contains("description")) ax["description"] = a["description"];
+    std::string desc = a.value("description", "");
+    if (type == "expr") {
+      desc += (desc.empty() ? "" : " ") + std::string("(= ") + a.value("expression", "") + ")";
+      derived.push_back(k);
+    }
+    if (!desc.empty()) ax["description"] = desc;
     def["axes"][k] = ax;
   }
   for (const char* side : {"inputs", "outputs"})
     for (const auto& [k, t] : member(cfg, side).items()) {
       json shape = json::array();
-      for (const auto& dim : t.value("shape", json::array()))
-        shape.push_back(dim.is_string() ? dim : json(dim.dump()));
+      for (const auto& dim : t.value("shape", json::array())) {
+        const std::string text = dim.is_string() ? dim.get<std::string>() : dim.dump();
+        if (is_identifier(text) && def["axes"].contains(text)) {
+          shape.push_back(text);
+          continue;
+        }
+        auto [it, fresh] = dim_axis.try_emplace(text, "");
+        if (fresh) {
+          it->second = "kopt_dim" + std::to_string(dim_axis.size() - 1);
+          def["axes"][it->second] = {{"type", "var"}, {"description", "= " + text}};
+          derived.push_back(it->second);
+        }
+        shape.push_back(it->second);
+      }
       def[side][k] = {{"shape", shape}, {"dtype", t.value("dtype", "")}};
-      if (t.contains("description")) def[side][k]["description"] = t["description"];
+      if (t.contains("description") && !t["description"].get<std::string>().empty())
+        def[side][k]["description"] = t["description"];
     }
   for (const auto& [k, s] : member(cfg, "scalars").items())
     def["inputs"][k] = {{"shape", nullptr}, {"dtype", s.value("dtype", "float32")}};
+  if (cfg.contains("constraints")) def["constraints"] = cfg["constraints"];
   const std::string ref_src = cfg.contains("reference") ? cfg["reference"].value("source", "") : "";
   std::string ref_comment;
   {
@@ -292,14 +337,25 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
       "# definition with flashinfer-bench.\n" +
       ref_comment +
       "def run(*args):\n    raise NotImplementedError('kopt reference is CUDA; see comments')\n";
+  json ext_cfg = cfg;
+  ext_cfg.erase("workloads");  // each workload line carries its own part
+  def[kopt_extension] = {{"version", 1}, {"config", ext_cfg}};
   put(fs::path("definitions") / op_type / (def_name + ".json"), def.dump(2) + "\n");
 
-  // Workloads (var axes and scalar overrides; inputs are random: kopt
-  // generates them from seeds).
+  // Workloads (var axes, derived axes' values and scalar overrides; inputs
+  // are random: kopt generates them from seeds).
   std::map<std::string, json> wl_json;
   std::string wl_lines;
   const json scalars = cfg.value("scalars", json::object());
-  for (const auto& w : d.workloads) {
+  // In the config's order (the store lists them by key), so that an
+  // import gives the same workloads list back.
+  std::vector<const store::workload_record*> in_order;
+  for (const auto& cw : cfg.value("workloads", json::array()))
+    if (const auto* w = d.workload(cw.value("id", ""))) in_order.push_back(w);
+  for (const auto& w : d.workloads)
+    if (std::find(in_order.begin(), in_order.end(), &w) == in_order.end()) in_order.push_back(&w);
+  for (const auto* wp : in_order) {
+    const auto& w = *wp;
     json inputs = json::object();
     for (const auto& [k, t] : member(cfg, "inputs").items()) inputs[k] = {{"type", "random"}};
     json wcfg;
@@ -311,7 +367,31 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
         value = wcfg["scalars"][k];
       inputs[k] = {{"type", "scalar"}, {"value", value}};
     }
-    json wj = {{"uuid", uuid_of(def_name + "/" + w.key)}, {"axes", w.axes}, {"inputs", inputs}};
+    json axes = w.axes;
+    if (op_cfg && !derived.empty()) {
+      if (const auto* cw = op_cfg->find_workload(w.key)) {
+        const auto names = config::workload_names(*op_cfg, *cw);
+        for (const auto& a : derived) {
+          if (auto it = names.find(a); it != names.end()) {
+            axes[a] = it->second;
+            continue;
+          }
+          for (const auto& [text, ax] : dim_axis)
+            if (ax == a) {
+              try {
+                axes[a] = expr::evaluate(text, expr::map_resolver(names));
+              } catch (const expr::expr_error&) {
+              }
+            }
+        }
+      }
+    }
+    json wj = {{"uuid", uuid_of(def_name + "/" + w.key)}, {"axes", axes}, {"inputs", inputs}};
+    if (wcfg.is_object()) {
+      json ext = wcfg;
+      ext.erase("axes");
+      wj[kopt_extension] = ext;
+    }
     wl_json[w.key] = wj;
     wl_lines += json{{"definition", def_name},
                      {"workload", wj},
@@ -359,7 +439,7 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
         {"author", author},
         {"spec",
          {{"language", "cuda"},
-          {"target_hardware", hardware.empty() ? json::array() : json::array({hardware})},
+          {"target_hardware", json::array({hardware.empty() ? std::string("cuda") : hardware})},
           {"entry_point", "kernel.cu::" + entry},
           {"destination_passing_style", true},
           {"dependencies", json::array()}}},
@@ -378,23 +458,34 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
     for (const auto& [k, m] : v->best_measures()) {
       if (!wl_json.count(k)) continue;
       const std::string status = flashinfer_status(m.status);
-      json ev = {{"status", status},
-                 {"log", m.error.value_or("")},
-                 {"environment", {{"hardware", hardware}, {"libs", libs}}},
-                 {"timestamp", d.ended_ms ? store::format_time(*d.ended_ms) : std::string()}};
-      ev["correctness"] = (status == "PASSED" || status == "INCORRECT_NUMERICAL")
-                              ? json{{"max_relative_error", opt(m.max_rel_err)},
-                                     {"max_absolute_error", opt(m.max_abs_err)}}
-                              : json(nullptr);
-      if (status == "PASSED" && m.median_ns) {
-        const double ms = *m.median_ns / 1e6;
-        auto r = ref_ms.find(k);
-        ev["performance"] = {
-            {"latency_ms", ms},
-            {"reference_latency_ms", r == ref_ms.end() ? json(nullptr) : json(r->second)},
-            {"speedup_factor", r == ref_ms.end() ? json(nullptr) : json(r->second / ms)}};
-      } else {
-        ev["performance"] = nullptr;
+      // FlashInfer-Trace's Evaluation: hardware and timestamp are non-empty
+      // strings; correctness only for PASSED and INCORRECT_NUMERICAL,
+      // performance only for PASSED; their numbers are floats (a member
+      // kopt did not measure is left out, never null).
+      std::string when = d.ended_ms ? store::format_time(*d.ended_ms) : std::string();
+      if (when.empty())
+        for (const auto& e : d.evaluations.at(c.id))
+          if (e.workload_key == k) when = store::format_time(e.created_at);
+      json ev = {
+          {"status", status},
+          {"log", m.error.value_or("")},
+          {"environment",
+           {{"hardware", hardware.empty() ? std::string("unknown") : hardware}, {"libs", libs}}},
+          {"timestamp", when.empty() ? std::string("unknown") : when}};
+      if (status == "PASSED" || status == "INCORRECT_NUMERICAL") {
+        json corr = json::object();
+        if (m.max_rel_err) corr["max_relative_error"] = *m.max_rel_err;
+        if (m.max_abs_err) corr["max_absolute_error"] = *m.max_abs_err;
+        ev["correctness"] = corr;
+      }
+      if (status == "PASSED") {
+        json perf = json::object();
+        if (m.median_ns) perf["latency_ms"] = *m.median_ns / 1e6;
+        if (auto r = ref_ms.find(k); r != ref_ms.end() && m.median_ns && *m.median_ns > 0) {
+          perf["reference_latency_ms"] = r->second;
+          perf["speedup_factor"] = r->second / (*m.median_ns / 1e6);
+        }
+        ev["performance"] = perf;
       }
       ev["kopt"] = {{"stage", m.stage},
                     {"latency_statistic", "median"},
@@ -455,11 +546,98 @@ std::vector<json> read_jsonl(const fs::path& p, std::vector<std::string>& proble
   return out;
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+}  // namespace
+
+namespace {
+
+// A workload line of either layout: FlashInfer-Trace wraps it
+// ({"definition", "workload", ...}); SOL-ExecBench stores bare Workload
+// objects ({"uuid", "axes", "inputs"[, "tolerance"]}).
+bool is_bare_workload(const json& j) {
+  return j.is_object() && j.contains("axes") && j["axes"].is_object() &&
+         (j.contains("uuid") || j.contains("inputs")) && !j.contains("workload");
+}
+
+// Kinds whose FLOP count follows from the shapes alone, and kinds that are
+// memory-bound by nature (SOL from bytes alone is right for them).
+bool is_gemm_kind(const std::string& op_type) {
+  return op_type == "gemm" || op_type == "matmul" || op_type == "linear";
+}
+bool is_memory_bound_kind(const std::string& t) {
+  static const std::vector<std::string> kinds{
+      "rmsnorm", "layernorm", "norm",   "softmax", "rope",      "elementwise", "add",
+      "copy",    "transpose", "quant",  "cast",    "embedding", "sampling",    "activation",
+      "reduce",  "concat",    "gather", "scatter", "topk"};
+  for (const auto& k : kinds)
+    if (t.find(k) != std::string::npos) return true;
+  return false;
+}
+
+// 2 * (product of the output's dimensions) * (product of the contracted
+// dimensions: those of the first input that the output does not have).
+// Empty when the shapes are not those of one matrix product.
+std::string gemm_flops(const json& def) {
+  const json& ins = member(def, "inputs");
+  const json& outs = member(def, "outputs");
+  if (outs.size() != 1 || ins.size() < 2) return "";
+  const json& out_shape = outs.begin()->value("shape", json());
+  const json& a_shape = ins.begin()->value("shape", json());
+  if (!out_shape.is_array() || !a_shape.is_array() || out_shape.empty()) return "";
+  std::set<std::string> out_dims;
+  std::string f = "2";
+  for (const auto& d : out_shape) {
+    if (!d.is_string()) return "";
+    out_dims.insert(d.get<std::string>());
+    f += " * " + d.get<std::string>();
+  }
+  bool contracted = false;
+  for (const auto& d : a_shape) {
+    if (!d.is_string()) return "";
+    if (!out_dims.count(d.get<std::string>())) {
+      f += " * " + d.get<std::string>();
+      contracted = true;
+    }
+  }
+  return contracted ? f : "";
+}
+
+// Workloads kept when there are more than `keep`: `keep` targets evenly
+// spaced over the logarithm of the size range, each taking the nearest
+// workload not yet taken. The smallest and largest are always kept, and
+// sparse extremes (decode shapes, large prefill) survive while a dense
+// middle is thinned, instead of the file's head being kept.
+std::vector<std::size_t> stratified(const std::vector<double>& sizes, std::size_t keep) {
+  const std::size_t n = sizes.size();
+  if (keep >= n) {
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i) all[i] = i;
+    return all;
+  }
+  std::vector<double> lg(n);
+  double lo = 0, hi = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    lg[i] = std::log(std::max(sizes[i], 1.0));
+    lo = i == 0 ? lg[i] : std::min(lo, lg[i]);
+    hi = i == 0 ? lg[i] : std::max(hi, lg[i]);
+  }
+  std::set<std::size_t> picked;
+  for (std::size_t t = 0; t < keep; ++t) {
+    const double target =
+        keep == 1 ? lo : lo + (hi - lo) * static_cast<double>(t) / static_cast<double>(keep - 1);
+    std::size_t best = n;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (picked.count(i)) continue;
+      if (best == n || std::abs(lg[i] - target) < std::abs(lg[best] - target)) best = i;
+    }
+    if (best < n) picked.insert(best);
+  }
+  return {picked.begin(), picked.end()};  // file order
+}
+
+std::string axes_text(const json& axes) {
+  std::string s;
+  for (const auto& [a, v] : axes.items()) s += (s.empty() ? "" : ",") + a + "=" + v.dump();
+  return s;
 }
 
 }  // namespace
@@ -481,30 +659,72 @@ std::vector<imported_definition> import_flashinfer_trace(const fs::path& dir,
     if (ec) break;
     if (it->is_regular_file()) files.push_back(it->path());
   }
-  std::sort(files.begin(), files.end());
+  // Workload lists before traces: the first line of a workload (by uuid)
+  // decides its place, and workloads/ keeps the definition's order.
+  auto in_traces = [&](const fs::path& p) {
+    for (const auto& part : fs::relative(p, dir, ec)) if (part == "traces") return true;
+    return false;
+  };
+  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
+    const bool ta = in_traces(a), tb = in_traces(b);
+    return ta != tb ? tb : a < b;
+  });
+  std::map<fs::path, std::vector<std::string>> defs_in_dir;  // directory -> definition names
   for (const auto& p : files) {
-    if (p.extension() == ".json") {
-      json j;
-      try {
-        j = json::parse(read_text(p));
-      } catch (const json::exception&) {
-        continue;  // not every JSON file in a data set is a definition
-      }
-      if (looks_like_definition(j)) defs[j["name"].get<std::string>()] = {j, p};
-    } else if (p.extension() == ".jsonl") {
-      for (auto& line : read_jsonl(p, read_problems)) {
-        if (!line.is_object() || !line.contains("workload") || !line["workload"].is_object())
-          continue;
-        const std::string def_name = line.value("definition", "");
-        const std::string uuid = line["workload"].value("uuid", "");
-        if (!uuid.empty() && !seen_uuid[def_name].insert(uuid).second) continue;
-        workloads[def_name].push_back(line["workload"]);
+    if (p.extension() != ".json") continue;
+    json j;
+    try {
+      j = json::parse(read_text(p));
+    } catch (const json::exception&) {
+      continue;  // not every JSON file in a data set is a definition
+    }
+    if (!looks_like_definition(j) || !j["name"].is_string()) continue;
+    const std::string name = j["name"].get<std::string>();
+    if (defs.count(name)) {
+      read_problems.push_back("definition " + name + " appears again in " + p.string() +
+                              " (kept the one in " + defs[name].second.string() + ")");
+      continue;
+    }
+    defs[name] = {j, p};
+    defs_in_dir[p.parent_path()].push_back(name);
+  }
+  auto add_workload = [&](const std::string& def_name, const json& w) {
+    const std::string uuid = w.value("uuid", "");
+    if (!uuid.empty() && !seen_uuid[def_name].insert(uuid).second) return;
+    workloads[def_name].push_back(w);
+  };
+  for (const auto& p : files) {
+    if (p.extension() != ".jsonl") continue;
+    // Bare workloads belong to the definition named like the file
+    // (workloads/<op_type>/<name>.jsonl) or, in SOL-ExecBench's layout, to
+    // the one definition of the same directory (definition.json beside
+    // workload.jsonl).
+    std::string bare_owner;
+    if (defs.count(p.stem().string()))
+      bare_owner = p.stem().string();
+    else if (auto it = defs_in_dir.find(p.parent_path());
+             it != defs_in_dir.end() && it->second.size() == 1)
+      bare_owner = it->second.front();
+    std::size_t orphans = 0;
+    for (auto& line : read_jsonl(p, read_problems)) {
+      if (line.is_object() && line.contains("workload") && line["workload"].is_object()) {
+        add_workload(line.value("definition", ""), line["workload"]);
+      } else if (is_bare_workload(line)) {
+        if (bare_owner.empty())
+          ++orphans;
+        else
+          add_workload(bare_owner, line);
       }
     }
+    if (orphans)
+      read_problems.push_back(p.string() + ": " + std::to_string(orphans) +
+                              " workload(s) not imported: no definition named " +
+                              p.stem().string() + " and not exactly one definition beside it");
   }
   if (defs.empty())
     throw config_error(
-        "no FlashInfer-Trace definition (JSON with name, axes, inputs, outputs) under " +
+        "no FlashInfer-Trace or SOL-ExecBench definition (JSON with name, axes, inputs, outputs) "
+        "under " +
         dir.string());
 
   std::vector<imported_definition> out;
@@ -516,179 +736,330 @@ std::vector<imported_definition> import_flashinfer_trace(const fs::path& dir,
     bool blocked = false;
     auto problem = [&](const std::string& s) { r.problems.push_back(s); };
     auto note = [&](const std::string& s) { r.notes.push_back(s); };
+    json cfg;
 
-    json cfg = {{"name", op_name},
-                {"op_type", def.value("op_type", "")},
-                {"description", def.value("description", "")},
-                {"tags", def.value("tags", json::array())},
-                {"axes", json::object()},
-                {"inputs", json::object()},
-                {"outputs", json::object()}};
-    std::set<std::string> var_axes;
-    for (const auto& [k, a] : member(def, "axes").items()) {
-      const std::string type = a.value("type", "var");
-      json ax = {{"type", type}};
-      if (type == "const")
-        ax["value"] = a.value("value", 1);
-      else
-        var_axes.insert(k);
-      if (a.contains("description") && a["description"].is_string())
-        ax["description"] = a["description"];
-      if (!is_identifier(k)) {
-        problem("axis '" + k + "' is not an identifier kopt accepts");
-        blocked = true;
+    if (def.contains(kopt_extension) && def[kopt_extension].is_object() &&
+        def[kopt_extension].contains("config") && def[kopt_extension]["config"].is_object()) {
+      // Written by kopt: the extension carries the whole config (reference,
+      // roofline, tolerances, generators, campaign); the workload lines
+      // carry each workload's id, weight, scalars and tolerance.
+      cfg = def[kopt_extension]["config"];
+      json wl = json::array();
+      std::set<std::string> var_axes;
+      for (const auto& [k, a] : member(cfg, "axes").items())
+        if (a.value("type", "var") == "var") var_axes.insert(k);
+      std::size_t plain = 0;
+      for (const auto& w : workloads[name]) {
+        const json& ext = member(w, kopt_extension);
+        if (ext.empty()) {
+          ++plain;
+          continue;
+        }
+        json axes = json::object();
+        for (const auto& [a, v] : member(w, "axes").items())
+          if (var_axes.count(a)) axes[a] = v;
+        json wj = ext;
+        wj["axes"] = axes;
+        wl.push_back(wj);
       }
-      cfg["axes"][k] = ax;
-    }
-    if (def.contains("constraints") && !def["constraints"].empty()) {
-      std::string cs;
-      for (const auto& c : def["constraints"])
-        cs += (cs.empty() ? "" : "; ") + (c.is_string() ? c.get<std::string>() : c.dump());
-      note("constraints are not checked by kopt (kept in the description): " + cs);
-      cfg["description"] = cfg["description"].get<std::string>() +
-                           (cfg["description"].get<std::string>().empty() ? "" : " ") +
-                           "Constraints: " + cs + ".";
-    }
-    json scalars = json::object();
-    std::map<std::string, std::string> scalar_dtypes;
-    for (const char* side : {"inputs", "outputs"}) {
-      for (const auto& [k, t] : member(def, side).items()) {
-        const std::string dtype = t.value("dtype", "");
-        if (t.contains("shape") && t["shape"].is_null()) {
-          if (std::string(side) == "outputs") {
-            problem("output '" + k + "' is a scalar: kopt outputs are tensors (use shape [])");
+      if (plain)
+        note(std::to_string(plain) +
+             " workload(s) without kopt's extension were not imported (the config's own are)");
+      if (!wl.empty()) cfg["workloads"] = wl;
+      note("read kopt's extension (\"" + std::string(kopt_extension) +
+           "\"): the config as exported, reference and weights included");
+      r.workloads = cfg.value("workloads", json::array()).size();
+    } else {
+      cfg = {{"name", op_name},
+             {"op_type", def.value("op_type", "")},
+             {"description", def.value("description", json("")).is_string()
+                                 ? def.value("description", "")
+                                 : std::string()},
+             {"tags", def.value("tags", json::array())},
+             {"axes", json::object()},
+             {"inputs", json::object()},
+             {"outputs", json::object()}};
+      std::vector<std::string> var_axes;  // definition order
+      std::vector<std::string> axis_names;
+      for (const auto& [k, a] : member(def, "axes").items()) {
+        const std::string type = a.value("type", "var");
+        json ax = {{"type", type}};
+        axis_names.push_back(k);
+        if (type == "const") {
+          ax["value"] = a.value("value", 1);
+        } else if (type == "expr") {
+          const std::string e = a.value("expression", "");
+          ax["expression"] = e;
+          try {
+            (void)expr::expression::parse(e);
+          } catch (const expr::expr_error& x) {
+            problem("expr axis '" + k + "' (\"" + e +
+                    "\") is not an expression kopt evaluates: " + x.what());
             blocked = true;
-            continue;
           }
-          static const std::set<std::string> scalar_ok{"float32", "float64", "int32", "int64"};
-          std::string kd = dtype;
-          if (!scalar_ok.count(dtype)) {
-            if (dtype == "float16" || dtype == "bfloat16") {
-              kd = "float32";
-              note("scalar '" + k + "' is " + dtype +
-                   " in FlashInfer; kopt passes scalars as float32");
-            } else {
-              problem("scalar input '" + k + "' has dtype " + dtype +
-                      ", which kopt scalars do not support");
+        } else if (type == "var") {
+          var_axes.push_back(k);
+        } else {
+          problem("axis '" + k + "' has type '" + type + "' (kopt has var, const and expr)");
+          blocked = true;
+        }
+        if (a.contains("description") && a["description"].is_string())
+          ax["description"] = a["description"];
+        if (!is_identifier(k)) {
+          problem("axis '" + k + "' is not an identifier kopt accepts");
+          blocked = true;
+        }
+        cfg["axes"][k] = ax;
+      }
+      json scalars = json::object();
+      std::map<std::string, std::string> scalar_dtypes;
+      for (const char* side : {"inputs", "outputs"}) {
+        for (const auto& [k, t] : member(def, side).items()) {
+          const std::string dtype = t.value("dtype", "");
+          if (t.contains("shape") && t["shape"].is_null()) {
+            if (std::string(side) == "outputs") {
+              problem("output '" + k + "' is a scalar: kopt outputs are tensors (use shape [])");
               blocked = true;
               continue;
             }
+            static const std::set<std::string> scalar_ok{"float32", "float64", "int32", "int64"};
+            std::string kd = dtype;
+            if (!scalar_ok.count(dtype)) {
+              if (dtype == "float16" || dtype == "bfloat16") {
+                kd = "float32";
+                note("scalar '" + k + "' is " + dtype +
+                     " in FlashInfer; kopt passes scalars as float32");
+              } else {
+                problem("scalar input '" + k + "' has dtype " + dtype +
+                        ", which kopt scalars do not support");
+                blocked = true;
+                continue;
+              }
+            }
+            scalar_dtypes[k] = kd;
+            scalars[k] = {{"dtype", kd}, {"value", kd.rfind("int", 0) == 0 ? json(0) : json(0.0)}};
+            if (t.contains("description") && t["description"].is_string())
+              scalars[k]["description"] = t["description"];
+            continue;
           }
-          scalar_dtypes[k] = kd;
-          scalars[k] = {{"dtype", kd}, {"value", kd.rfind("int", 0) == 0 ? json(0) : json(0.0)}};
-          if (t.contains("description")) scalars[k]["description"] = t["description"];
+          if (!kopt_dtypes().count(dtype)) {
+            problem(std::string(side) + " '" + k + "' has dtype " + dtype +
+                    ", which kopt does not support");
+            blocked = true;
+            continue;
+          }
+          json tj = {{"shape", t.value("shape", json::array())}, {"dtype", dtype}};
+          if (t.contains("description") && t["description"].is_string())
+            tj["description"] = t["description"];
+          if (std::string(side) == "inputs" &&
+              (dtype.rfind("int", 0) == 0 || dtype == "uint8" || dtype == "bool")) {
+            problem("input '" + k + "' is " + dtype +
+                    ": kopt needs a generator (int_range, permutation or kernel) that yields "
+                    "valid values; random data has no range to derive one from");
+            blocked = true;
+          }
+          cfg[side][k] = tj;
+        }
+      }
+      if (!scalars.empty()) cfg["scalars"] = scalars;
+
+      // Constraints kopt can check go to `constraints`; the others (e.g.
+      // ones that read tensor contents) stay in the description.
+      if (def.contains("constraints") && def["constraints"].is_array()) {
+        std::vector<std::string> known = axis_names;
+        for (const auto& [k, dt] : scalar_dtypes)
+          if (dt.rfind("int", 0) == 0) known.push_back(k);
+        json checked = json::array();
+        std::string unchecked;
+        for (const auto& c : def["constraints"]) {
+          const std::string text = c.is_string() ? c.get<std::string>() : c.dump();
+          std::string why;
+          try {
+            const auto cond = expr::condition::parse(text);
+            for (const auto& n : cond.names())
+              if (std::find(known.begin(), known.end(), n) == known.end())
+                why = "'" + n + "' is not an axis or integer scalar";
+          } catch (const expr::expr_error& x) {
+            why = x.what();
+          }
+          if (why.empty()) {
+            checked.push_back(text);
+          } else {
+            unchecked += (unchecked.empty() ? "" : "; ") + text;
+            note("constraint \"" + text + "\" is not one kopt can check (" + why +
+                 "): kept in the description");
+          }
+        }
+        if (!checked.empty()) cfg["constraints"] = checked;
+        if (!unchecked.empty())
+          cfg["description"] = cfg["description"].get<std::string>() +
+                               (cfg["description"].get<std::string>().empty() ? "" : " ") +
+                               "Constraints: " + unchecked + ".";
+      }
+
+      // Workloads: distinct var-axis assignments (with their scalars and
+      // tolerance); weight = how many source workloads share them (their
+      // frequency in captured traffic; 1 each in a curated set).
+      struct distinct_wl {
+        json axes, scalars, tol;
+        double count = 0;
+      };
+      std::map<std::string, std::size_t> index;
+      std::vector<distinct_wl> distinct;
+      bool saw_safetensors = false, saw_custom = false;
+      std::size_t incomplete = 0;
+      std::set<std::string> tol_unsupported;
+      for (const auto& w : workloads[name]) {
+        json axes = json::object();
+        bool ok = true;
+        for (const auto& a : var_axes) {
+          if (!w.contains("axes") || !w["axes"].contains(a) || !w["axes"][a].is_number_integer() ||
+              w["axes"][a].get<std::int64_t>() < 1) {
+            ok = false;
+            break;
+          }
+          axes[a] = w["axes"][a];
+        }
+        if (!ok) {
+          ++incomplete;
           continue;
         }
-        if (!kopt_dtypes().count(dtype)) {
-          problem(std::string(side) + " '" + k + "' has dtype " + dtype +
-                  ", which kopt does not support");
-          blocked = true;
-          continue;
+        json sc = json::object();
+        for (const auto& [k, in] : member(w, "inputs").items()) {
+          const std::string type = in.value("type", "");
+          if (type == "safetensors") saw_safetensors = true;
+          if (type == "custom") saw_custom = true;
+          if (type == "scalar" && scalar_dtypes.count(k) && in.contains("value") &&
+              in["value"].is_number())
+            sc[k] = in["value"];
         }
-        json tj = {{"shape", t.value("shape", json::array())}, {"dtype", dtype}};
-        if (t.contains("description") && t["description"].is_string())
-          tj["description"] = t["description"];
-        if (std::string(side) == "inputs" &&
-            (dtype.rfind("int", 0) == 0 || dtype == "uint8" || dtype == "bool")) {
-          problem("input '" + k + "' is " + dtype +
-                  ": kopt needs a generator (int_range, permutation or kernel) that yields valid "
-                  "values; "
-                  "FlashInfer's random data has no range to derive one from");
-          blocked = true;
+        // SOL-ExecBench's per-workload bounds, in kopt's names.
+        json tol;
+        for (const auto& [k, v] : member(w, "tolerance").items()) {
+          if (k == "max_atol" && v.is_number())
+            tol["atol"] = v;
+          else if (k == "max_rtol" && v.is_number())
+            tol["rtol"] = v;
+          else if (k == "required_matched_ratio" && v.is_number())
+            tol["matched_ratio"] = v;
+          else if (!v.is_null() && !(v.is_boolean() && !v.get<bool>()))
+            tol_unsupported.insert(k);
         }
-        cfg[side][k] = tj;
+        const std::string key = axes.dump() + sc.dump() + tol.dump();
+        auto [it, fresh] = index.try_emplace(key, distinct.size());
+        if (fresh) distinct.push_back({axes, sc, tol, 0.0});
+        distinct[it->second].count += 1.0;
       }
-    }
-    if (!scalars.empty()) cfg["scalars"] = scalars;
+      if (incomplete)
+        note(std::to_string(incomplete) +
+             " workload(s) lack a value for some var axis and were skipped");
+      if (saw_safetensors)
+        note(
+            "safetensors inputs are not used: kopt generates inputs from seeds (say how in each "
+            "input's generator)");
+      if (saw_custom)
+        note(
+            "\"custom\" inputs come from the definition's Python entry point, which kopt cannot "
+            "run: give those inputs a generator");
+      if (!tol_unsupported.empty()) {
+        std::string t;
+        for (const auto& k : tol_unsupported) t += (t.empty() ? "" : ", ") + k;
+        note("tolerance field(s) " + t +
+             " have no kopt equivalent and are not enforced (atol, rtol, matched_ratio are)");
+      }
+      std::vector<std::size_t> keep(distinct.size());
+      for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = i;
+      if (!o.all_workloads && distinct.size() > o.max_workloads) {
+        std::vector<double> sizes;
+        for (const auto& d : distinct) {
+          double size = 1;
+          for (const auto& [a, v] : d.axes.items()) size *= v.get<double>();
+          sizes.push_back(size);
+        }
+        keep = stratified(sizes, o.max_workloads);
+        std::set<std::size_t> kept(keep.begin(), keep.end());
+        std::string dropped;
+        for (std::size_t i = 0; i < distinct.size(); ++i)
+          if (!kept.count(i)) dropped += (dropped.empty() ? "" : " ") + axes_text(distinct[i].axes);
+        note("kept " + std::to_string(keep.size()) + " of " + std::to_string(distinct.size()) +
+             " distinct workloads, spread evenly over the logarithm of their size (product of "
+             "the var axes; the smallest and largest kept); --all keeps every one, --max-workloads N sets the "
+             "number. Dropped: " +
+             dropped);
+      }
+      json wl = json::array();
+      for (std::size_t i : keep) {
+        const auto& d = distinct[i];
+        std::string id;
+        for (const auto& [a, v] : d.axes.items())
+          id += (id.empty() ? "" : "_") + a + std::to_string(v.get<std::int64_t>());
+        if (id.empty()) id = "w";
+        id = safe_name(id) + "_" + std::to_string(wl.size());
+        json wj = {{"id", id}, {"axes", d.axes}, {"weight", d.count}};
+        if (!d.scalars.empty()) wj["scalars"] = d.scalars;
+        if (!d.tol.is_null()) wj["tolerance"] = d.tol;
+        wl.push_back(wj);
+      }
+      // A scalar's default value: the first workload's.
+      for (const auto& [k, dt] : scalar_dtypes)
+        if (!wl.empty() && wl[0].contains("scalars") && wl[0]["scalars"].contains(k))
+          cfg["scalars"][k]["value"] = wl[0]["scalars"][k];
+      if (var_axes.empty() && wl.empty())
+        wl.push_back({{"id", "const"}, {"axes", json::object()}, {"weight", 1.0}});
+      if (wl.empty()) {
+        problem(
+            "no workload with a value for every var axis (a workload.jsonl beside the "
+            "definition, or workloads/**/" +
+            name + ".jsonl)");
+        blocked = true;
+      }
+      cfg["workloads"] = wl;
+      r.workloads = wl.size();
+      if (distinct.size() > 1 && std::all_of(distinct.begin(), distinct.end(),
+                                             [](const distinct_wl& d) { return d.count == 1.0; }))
+        note(
+            "every workload has weight 1: the source gives no frequencies (set `weight` to "
+            "the traffic share of each shape)");
 
-    // Workloads: distinct var-axis assignments; weight = how many FlashInfer
-    // workloads share them (their frequency in the captured traffic).
-    std::map<std::string, std::pair<json, double>> distinct;
-    std::vector<std::string> order;
-    bool saw_safetensors = false;
-    std::size_t incomplete = 0;
-    for (const auto& w : workloads[name]) {
-      json axes = json::object();
-      bool ok = true;
-      for (const auto& a : var_axes) {
-        if (!w.contains("axes") || !w["axes"].contains(a) || !w["axes"][a].is_number_integer() ||
-            w["axes"][a].get<std::int64_t>() < 1) {
-          ok = false;
-          break;
+      // The roofline: FLOPs derived where the kind fixes them; otherwise an
+      // explicit choice, never a silent zero.
+      const std::string op_type = cfg["op_type"].get<std::string>();
+      if (is_gemm_kind(op_type)) {
+        const std::string f = gemm_flops(def);
+        if (!f.empty()) {
+          cfg["roofline"] = {{"flops", f}, {"flop_unit", "fp32"}};
+          const std::string dt = member(def, "inputs").begin()->value("dtype", "");
+          if (dt == "float16" || dt == "bfloat16") cfg["roofline"]["flop_unit"] = "fp16_tensor";
+          note("roofline flops derived for " + op_type + ": " + f + " (flop_unit " +
+               cfg["roofline"]["flop_unit"].get<std::string>() + "; check it)");
+        } else {
+          problem("op_type " + op_type +
+                  " but the shapes are not one matrix product: set roofline.flops");
+          blocked = true;
         }
-        axes[a] = w["axes"][a];
+      } else if (is_memory_bound_kind(op_type)) {
+        cfg["roofline"] = {{"flops", "0"}};
+        note("op_type " + op_type +
+             " is memory-bound: roofline flops \"0\", speed of light from bytes moved");
+      } else {
+        problem("roofline.flops unknown for op_type \"" + op_type +
+                "\": kopt derives it for gemm and takes 0 for memory-bound kinds; set "
+                "`roofline` (flops, flop_unit) by hand");
+        blocked = true;
       }
-      if (!ok) {
-        ++incomplete;
-        continue;
-      }
-      json sc = json::object();
-      for (const auto& [k, in] : member(w, "inputs").items()) {
-        if (in.value("type", "") == "safetensors") saw_safetensors = true;
-        if (in.value("type", "") == "scalar" && scalar_dtypes.count(k) && in.contains("value") &&
-            in["value"].is_number())
-          sc[k] = in["value"];
-      }
-      const std::string key = axes.dump() + sc.dump();
-      auto [it, fresh] = distinct.try_emplace(key, json{{"axes", axes}, {"scalars", sc}}, 0.0);
-      it->second.second += 1.0;
-      if (fresh) order.push_back(key);
-    }
-    if (incomplete)
-      note(std::to_string(incomplete) +
-           " workload(s) lack a value for some var axis and were skipped");
-    if (saw_safetensors)
-      note(
-          "safetensors inputs are not used: kopt generates inputs from seeds (say how in each "
-          "input's generator)");
-    if (order.size() > o.max_workloads) {
-      std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-        return distinct[a].second > distinct[b].second;
-      });
-      note("kept the " + std::to_string(o.max_workloads) + " most frequent of " +
-           std::to_string(order.size()) + " distinct workloads (--max-workloads)");
-      order.resize(o.max_workloads);
-    }
-    json wl = json::array();
-    for (const auto& key : order) {
-      const auto& [w, count] = distinct[key];
-      std::string id;
-      for (const auto& [a, v] : w["axes"].items())
-        id += (id.empty() ? "" : "_") + a + std::to_string(v.get<std::int64_t>());
-      if (id.empty()) id = "w";
-      id = safe_name(id) + "_" + std::to_string(wl.size());
-      json wj = {{"id", id}, {"axes", w["axes"]}, {"weight", count}};
-      if (!w["scalars"].empty()) wj["scalars"] = w["scalars"];
-      wl.push_back(wj);
-    }
-    // A scalar's default value: the first workload's.
-    for (const auto& [k, dt] : scalar_dtypes)
-      if (!wl.empty() && wl[0].contains("scalars") && wl[0]["scalars"].contains(k))
-        cfg["scalars"][k]["value"] = wl[0]["scalars"][k];
-    if (var_axes.empty() && wl.empty())
-      wl.push_back({{"id", "const"}, {"axes", json::object()}, {"weight", 1.0}});
-    if (wl.empty()) {
-      problem("no workload with a value for every var axis (workloads/**/" + name + ".jsonl)");
-      blocked = true;
-    }
-    cfg["workloads"] = wl;
-    r.workloads = wl.size();
-    note(
-        "FlashInfer has no workload weights: weight = number of FlashInfer workloads with the same "
-        "axes");
-    note(
-        "no roofline counts in FlashInfer: flops \"0\" and kopt's default bytes rule; add "
-        "`roofline` for "
-        "compute-bound operators");
 
-    // The reference.
-    if (def.contains("reference") && def["reference"].is_string()) {
-      const fs::path py = o.out_dir / (op_name + ".reference.py");
-      write_text(py, def["reference"].get<std::string>());
-      note("FlashInfer's PyTorch reference saved to " + py.string() + " (kopt cannot run it)");
+      // The reference.
+      if (def.contains("reference") && def["reference"].is_string()) {
+        const fs::path py = o.out_dir / (op_name + ".reference.py");
+        write_text(py, def["reference"].get<std::string>());
+        note("the PyTorch reference saved to " + py.string() + " (kopt cannot run it)");
+      }
+      cfg["campaign"] = {{"provider", o.provider}, {"budget", {{"iterations", 20}}}};
+      if (!o.model.empty()) cfg["campaign"]["model"] = o.model;
     }
-    bool have_ref = false;
-    if (!o.reference_dir.empty()) {
+
+    bool have_ref = cfg.contains("reference") && cfg["reference"].is_object();
+    if (!have_ref && !o.reference_dir.empty()) {
       const fs::path rp = o.reference_dir / (name + ".json");
       if (fs::exists(rp, ec)) {
         try {

@@ -45,11 +45,23 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d,
 // The FlashInfer-Trace status of a kopt evaluation status.
 std::string flashinfer_status(store::eval_status s);
 
+// The member that carries kopt's own fields in exported definitions and
+// workloads (the config, each workload's id, weight, scalars, tolerance).
+// FlashInfer-Trace's models ignore unknown members, and an import that finds
+// it restores the config exactly.
+inline constexpr const char* kopt_extension = "kopt";
+
 struct import_options {
   std::filesystem::path out_dir = ".";
   // <definition name>.json in kopt's candidate format, used as the reference.
   std::filesystem::path reference_dir;
-  std::size_t max_workloads = 32;  // distinct axis assignments kept per definition
+  // Distinct axis assignments kept per definition, spread over the size
+  // range; all_workloads keeps every one.
+  std::size_t max_workloads = 32;
+  bool all_workloads = false;
+  // The campaign section of an imported config (so that it can run).
+  std::string provider = "anthropic";
+  std::string model;
 };
 
 struct imported_definition {
@@ -63,8 +75,10 @@ struct imported_definition {
 };
 
 // Reads every definition under `dir` (definitions/**.json, or *.json with
-// axes/inputs/outputs anywhere under dir) and the workloads of each
-// (workloads/**/<name>.jsonl and traces/**.jsonl lines naming it). Throws
+// axes/inputs/outputs anywhere under dir) and the workloads of each:
+// FlashInfer-Trace lines naming it (workloads/**/<name>.jsonl, traces/**),
+// and bare Workload objects (SOL-ExecBench) in <name>.jsonl or in a .jsonl
+// beside its definition (definition.json + workload.jsonl). Throws
 // kopt::config_error when dir has no definition.
 std::vector<imported_definition> import_flashinfer_trace(const std::filesystem::path& dir,
                                                          const import_options& o);

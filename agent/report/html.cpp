@@ -172,7 +172,8 @@ struct color_of_outcome {
 color_of_outcome outcome_colors(outcome o) {
   switch (o) {
     case outcome::compile_error:
-      return {"#f59e0b", "#fef3c7", "compile error"};
+      // Orange, far from the yellow of "path to the best" (#fde68a).
+      return {"#ea580c", "#ffedd5", "compile error"};
     case outcome::incorrect:
       return {"#dc2626", "#fee2e2", "incorrect / crashed"};
     case outcome::integrity:
@@ -552,6 +553,11 @@ std::string spend_chart(const campaign_data& d, bool cost) {
     tmax = std::max(tmax, static_cast<double>(s.at_ms - t0) / 1000.0);
     ymax = std::max(ymax, cost ? s.cost_usd : static_cast<double>(s.tokens));
   }
+  // Calls but nothing to plot (a local model at $0, no token counts): an
+  // axis from 0 to 0 says nothing.
+  if (!(ymax > 0))
+    return empty_chart(name, cost ? "no cost recorded: every LLM call was priced at $0"
+                                  : "no tokens recorded for the LLM calls");
   double unit = 1;
   std::string uname = "wall time (s)";
   if (tmax >= 7200) {
@@ -850,6 +856,9 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
       << " of speed of light (weighted)</dd><dt>parameters</dt><dd><code>" << esc(params.dump())
       << "</code></dd><dt>source sha256</dt><dd><code>" << esc(r.source_hash) << "</code></dd>";
     if (r.note) o << "<dt>note</dt><dd>" << esc(*r.note) << "</dd>";
+    if (r.llm_call_id)
+      o << "<dt>prompt</dt><dd><a href=\"#call-" << *r.llm_call_id << "\">LLM call "
+        << *r.llm_call_id << "</a></dd>";
     o << "</dl><pre class=\"code\">";
     std::istringstream is(r.source);
     std::string line;
@@ -899,6 +908,40 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
       << "</td></tr>";
   }
   o << "</tbody></table></div></section>";
+
+  // Every LLM call with its prompt and answer, and the candidates each
+  // produced: a researcher follows a kernel back to what it was asked.
+  if (!d.llm_calls.empty()) {
+    std::map<store::row_id, std::int64_t> number_of;
+    for (const auto& iv : d.iterations) number_of[iv.sum->iteration.id] = iv.number;
+    std::map<store::row_id, std::vector<store::row_id>> produced;
+    for (const auto& c : d.candidates)
+      if (c.llm_call_id) produced[*c.llm_call_id].push_back(c.id);
+    // Long campaigns make many calls: each text is cut for the page (the
+    // store and `kopt show candidate` keep them whole).
+    constexpr std::size_t max_text = 32 * 1024;
+    auto text = [&](const std::string& t) {
+      return t.size() <= max_text
+                 ? esc(t)
+                 : esc(t.substr(0, max_text)) + "\n… (cut; `kopt show candidate` prints it whole)";
+    };
+    o << "<section><h2>Prompts</h2><p class=\"lead\">Every LLM call of the campaign: what was "
+         "asked, "
+         "what came back, and the candidates its answer became.</p>";
+    for (const auto& call : d.llm_calls) {
+      std::string made;
+      for (auto id : produced[call.id]) made += (made.empty() ? "" : ", ") + std::to_string(id);
+      const auto n = call.iteration_id ? number_of.find(*call.iteration_id) : number_of.end();
+      o << "<details id=\"call-" << call.id << "\"><summary>call " << call.id << " · iteration "
+        << (n != number_of.end() ? std::to_string(n->second) : std::string("-")) << " · "
+        << esc(call.model) << " · " << esc(call.status) << " · "
+        << human_int(call.prompt_tokens + call.completion_tokens) << " tokens · candidates "
+        << (made.empty() ? std::string("none") : made) << "</summary><pre class=\"code\">"
+        << text(call.prompt) << "</pre><pre class=\"code\">"
+        << text(call.response.value_or("(no answer)")) << "</pre></details>";
+    }
+    o << "</section>";
+  }
 
   // Notable events.
   o << "<section><h2>Events</h2><div class=\"scroll\"><table class=\"data\"><thead><tr><th>time "

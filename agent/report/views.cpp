@@ -178,31 +178,82 @@ std::vector<diff_line> line_diff(const std::string& a, const std::string& b,
     ++suf;
   std::vector<diff_line> out;
   for (std::size_t i = 0; i < pre; ++i) out.push_back({' ', la[i]});
-  const std::size_t n = la.size() - pre - suf, m = lb.size() - pre - suf;
-  if (n * m > max_cells) {
-    for (std::size_t i = 0; i < n; ++i) out.push_back({'-', la[pre + i]});
-    for (std::size_t i = 0; i < m; ++i) out.push_back({'+', lb[pre + i]});
-  } else {
-    // lcs[i][j]: LCS length of a[i..] and b[j..].
-    std::vector<std::uint32_t> lcs((n + 1) * (m + 1), 0);
-    auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
-    for (std::size_t i = n; i-- > 0;)
-      for (std::size_t j = m; j-- > 0;)
-        at(i, j) = la[pre + i] == lb[pre + j] ? at(i + 1, j + 1) + 1
-                                              : std::max(at(i + 1, j), at(i, j + 1));
-    std::size_t i = 0, j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && la[pre + i] == lb[pre + j]) {
-        out.push_back({' ', la[pre + i]});
-        ++i;
-        ++j;
-      } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
-        out.push_back({'-', la[pre + i]});  // deletions first, as diff(1) prints them
-        ++i;
-      } else {
-        out.push_back({'+', lb[pre + j]});
-        ++j;
+  const auto n = static_cast<std::ptrdiff_t>(la.size() - pre - suf),
+             m = static_cast<std::ptrdiff_t>(lb.size() - pre - suf);
+  auto A = [&](std::ptrdiff_t i) -> const std::string& {
+    return la[pre + static_cast<std::size_t>(i)];
+  };
+  auto B = [&](std::ptrdiff_t j) -> const std::string& {
+    return lb[pre + static_cast<std::size_t>(j)];
+  };
+  // Myers: v[k] = furthest x on diagonal k = x - y after d edits; trace[d]
+  // keeps v over k in [-d, d] for the walk back.
+  std::vector<std::vector<std::ptrdiff_t>> trace;
+  bool found = n == 0 && m == 0;
+  std::size_t cells = 0;
+  {
+    std::vector<std::ptrdiff_t> v(1, 0);  // d = 0 slice, k in [0, 0]
+    std::ptrdiff_t x0 = 0;
+    while (x0 < n && x0 < m && A(x0) == B(x0)) ++x0;
+    v[0] = x0;
+    trace.push_back(v);
+    found = found || (x0 >= n && x0 >= m);
+    for (std::ptrdiff_t d = 1; !found && d <= n + m; ++d) {
+      cells += static_cast<std::size_t>(2 * d + 1);
+      if (cells > max_cells) break;
+      const auto& prev = trace.back();  // k in [-(d-1), d-1] at index k + d - 1
+      std::vector<std::ptrdiff_t> cur(static_cast<std::size_t>(2 * d + 1));
+      auto pv = [&](std::ptrdiff_t k) { return prev[static_cast<std::size_t>(k + d - 1)]; };
+      for (std::ptrdiff_t k = -d; k <= d; k += 2) {
+        std::ptrdiff_t x = (k == -d || (k != d && pv(k - 1) < pv(k + 1)))
+                               ? pv(k + 1)       // insertion
+                               : pv(k - 1) + 1;  // deletion
+        std::ptrdiff_t y = x - k;
+        while (x < n && y < m && A(x) == B(y)) ++x, ++y;
+        cur[static_cast<std::size_t>(k + d)] = x;
+        if (x >= n && y >= m) found = true;
       }
+      trace.push_back(std::move(cur));
+    }
+  }
+  if (!found) {
+    for (std::ptrdiff_t i = 0; i < n; ++i) out.push_back({'-', A(i)});
+    for (std::ptrdiff_t j = 0; j < m; ++j) out.push_back({'+', B(j)});
+  } else {
+    // Walk back from (n, m), collecting the edit script in reverse.
+    std::vector<diff_line> rev;
+    std::ptrdiff_t x = n, y = m;
+    for (auto d = static_cast<std::ptrdiff_t>(trace.size()) - 1; d > 0; --d) {
+      const auto& prev = trace[static_cast<std::size_t>(d - 1)];
+      auto pv = [&](std::ptrdiff_t k) { return prev[static_cast<std::size_t>(k + d - 1)]; };
+      const std::ptrdiff_t k = x - y;
+      const bool down = k == -d || (k != d && pv(k - 1) < pv(k + 1));
+      const std::ptrdiff_t pk = down ? k + 1 : k - 1;
+      const std::ptrdiff_t px = pv(pk), py = px - pk;
+      const std::ptrdiff_t sx = down ? px : px + 1;  // where the snake began
+      while (x > sx) rev.push_back({' ', A(--x)}), --y;
+      if (down)
+        rev.push_back({'+', B(--y)});
+      else
+        rev.push_back({'-', A(--x)});
+      x = px;
+      y = py;
+    }
+    while (x > 0) rev.push_back({' ', A(--x)}), --y;
+    // Forward order; in each changed block deletions first.
+    std::size_t i = rev.size();
+    while (i > 0) {
+      if (rev[i - 1].op == ' ') {
+        out.push_back(std::move(rev[--i]));
+        continue;
+      }
+      std::vector<diff_line> del, ins;
+      while (i > 0 && rev[i - 1].op != ' ') {
+        auto& l = rev[--i];
+        (l.op == '-' ? del : ins).push_back(std::move(l));
+      }
+      for (auto& l : del) out.push_back(std::move(l));
+      for (auto& l : ins) out.push_back(std::move(l));
     }
   }
   for (std::size_t i = la.size() - suf; i < la.size(); ++i) out.push_back({' ', la[i]});

@@ -32,8 +32,11 @@ struct diff_line {
   char op = ' ';  // ' ' same, '-' only in a, '+' only in b
   std::string text;
 };
-// Longest-common-subsequence line diff. Inputs larger than max_cells
-// (lines(a) * lines(b)) are compared as a whole block (all '-' then all '+').
+// A shortest line diff (Myers' O((N+M)·D) algorithm, D = lines changed:
+// linear in practice for two versions of a kernel, whatever their size).
+// Within each changed block deletions come before insertions, as diff(1)
+// prints them. Only when D² exceeds max_cells (the saved search state) is
+// the changed middle shown as a whole block (all '-' then all '+').
 std::vector<diff_line> line_diff(const std::string& a, const std::string& b,
                                  std::size_t max_cells = 40'000'000);
 // Unified diff text (---/+++ headers, @@ hunks with `context` lines); empty

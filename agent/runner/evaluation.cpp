@@ -46,7 +46,7 @@ json diagnose_row(const config::operator_config& op, const config::workload& w, 
   const json attrs = counters.value("attributes", json::object());
   json kernels_meta = json::object();
   if (auto it = rep.compiled.find(role); it != rep.compiled.end())
-    kernels_meta = it->second.value("compile", json::object()).value("kernels", json::object());
+    kernels_meta = it->second.compile.value("kernels", json::object());
   for (const auto& l : row.detail.value("launches", json::array())) {
     harness::diagnosis_input::launch x;
     x.kernel = l.value("kernel", "");
@@ -88,8 +88,10 @@ std::optional<harness::gpu_peaks> calibrated_peaks(const std::optional<harness::
 evaluation_summary summarize(const config::operator_config& op, const evaluation_report& rep,
                              const std::string& role, const std::optional<harness::gpu_peaks>& peaks,
                              const std::vector<std::string>& workloads) {
+  using protocol::outcome;
   evaluation_summary s;
   s.role = role;
+  std::optional<outcome> first_failure;
   double wsum = 0, wsol = 0, wlog_b = 0, wb = 0, wlog_r = 0, wr = 0;
   for (const auto& w : op.workloads) {
     if (!workloads.empty() && std::find(workloads.begin(), workloads.end(), w.id) == workloads.end()) continue;
@@ -99,8 +101,8 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
     wsum += w.weight;
     auto wit = rep.results.find(w.id);
     if (wit == rep.results.end() || !wit->second.count(role)) {
-      row.status = "not_run";
-      if (s.overall_status.empty()) s.overall_status = "not_run";
+      row.status = outcome::not_run;
+      if (!first_failure) first_failure = outcome::not_run;
       s.rows.push_back(row);
       continue;
     }
@@ -125,7 +127,7 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.stop_reason = t.value("stop_reason", "");
       row.launch_bound = row.median_ns > 0 && row.median_ns < launch_bound_ns;
     }
-    if (row.status == "ok" && peaks && row.median_ns > 0) {
+    if (row.status == outcome::ok && peaks && row.median_ns > 0) {
       const auto counts = harness::roofline_for(op, w);
       const auto sol = harness::speed_of_light(counts, op.roof.flop_unit, *peaks, row.median_ns);
       row.sol = sol.to_json();
@@ -133,14 +135,14 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.sol["bytes"] = counts.bytes;
       row.sol_fraction = sol.fraction;
       if (sol.impossible) {
-        row.status = "rejected_integrity";
+        row.status = outcome::rejected_integrity;
         row.message = fmt::format(
             "measured {:.2f} us is faster than the speed of light {:.2f} us ({:.0f} % of SOL): "
             "impossible, so the measurement or the kernel is not honest",
             row.median_ns / 1e3, sol.t_sol_ns / 1e3, 100 * sol.fraction);
       }
     }
-    if (row.status == "ok") {
+    if (row.status == outcome::ok) {
       if (const auto cal = calibrated_peaks(peaks, rep.calibration); cal && row.median_ns > 0) {
         try {
           const auto sc = harness::speed_of_light(harness::roofline_for(op, w), op.roof.flop_unit, *cal, row.median_ns);
@@ -154,7 +156,8 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       if (row.sol_fraction) wsol += w.weight * *row.sol_fraction;
       auto other = [&](const std::string& who) -> std::optional<double> {
         auto it = wit->second.find(who);
-        if (it == wit->second.end() || it->second.status != "ok" || who == role) return std::nullopt;
+        if (it == wit->second.end() || it->second.status != outcome::ok || who == role)
+          return std::nullopt;
         const double m = median_of(it->second);
         return m > 0 && row.median_ns > 0 ? std::optional<double>(m / row.median_ns) : std::nullopt;
       };
@@ -162,12 +165,12 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.speedup_vs_reference = other("reference");
       if (row.speedup_vs_baseline) { wlog_b += w.weight * std::log(*row.speedup_vs_baseline); wb += w.weight; }
       if (row.speedup_vs_reference) { wlog_r += w.weight * std::log(*row.speedup_vs_reference); wr += w.weight; }
-    } else if (s.overall_status.empty()) {
-      s.overall_status = row.status;
+    } else if (!first_failure) {
+      first_failure = row.status;
     }
     s.rows.push_back(std::move(row));
   }
-  if (s.overall_status.empty()) s.overall_status = "ok";
+  s.overall_status = first_failure.value_or(outcome::ok);
   s.weighted_sol_fraction = wsum > 0 ? wsol / wsum : 0;
   if (wb > 0) s.weighted_speedup_vs_baseline = std::exp(wlog_b / wb);
   if (wr > 0) s.weighted_speedup_vs_reference = std::exp(wlog_r / wr);
@@ -197,13 +200,15 @@ std::string render_table(const evaluation_summary& s) {
                                 "workload", "weight", "status", "max_abs", "max_rel", "median_us", "rsd%",
                                 "SOL%", "vs_base");
   for (const auto& r : s.rows) {
-    out += fmt::format("{:<22} {:>7.4f} {:<18} {:>10.3g} {:>10.3g} {:>11.3f} {:>7.2f} {:>7} {:>9}{}\n",
-                       r.workload.substr(0, 22), r.weight, r.status.substr(0, 18), r.max_abs_err,
-                       r.max_rel_err, r.median_ns / 1e3, 100 * r.rsd,
-                       r.sol_fraction ? fmt::format("{:.1f}", 100 * *r.sol_fraction) : "-",
-                       r.speedup_vs_baseline ? fmt::format("{:.2f}x", *r.speedup_vs_baseline) : "-",
-                       r.launch_bound ? "  (launch-bound)" : "");
-    if (r.status != "ok" && !r.message.empty())
+    out +=
+        fmt::format("{:<22} {:>7.4f} {:<18} {:>10.3g} {:>10.3g} {:>11.3f} {:>7.2f} {:>7} {:>9}{}\n",
+                    r.workload.substr(0, 22), r.weight,
+                    std::string(protocol::to_string(r.status)).substr(0, 18), r.max_abs_err,
+                    r.max_rel_err, r.median_ns / 1e3, 100 * r.rsd,
+                    r.sol_fraction ? fmt::format("{:.1f}", 100 * *r.sol_fraction) : "-",
+                    r.speedup_vs_baseline ? fmt::format("{:.2f}x", *r.speedup_vs_baseline) : "-",
+                    r.launch_bound ? "  (launch-bound)" : "");
+    if (r.status != protocol::outcome::ok && !r.message.empty())
       out += fmt::format("    {}\n", r.message.substr(0, 300));
   }
   out += fmt::format("weighted: {:.1f} % of speed of light; {} / {} workloads ok", 100 * s.weighted_sol_fraction,

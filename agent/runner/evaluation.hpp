@@ -22,7 +22,7 @@ namespace kopt::runner {
 struct workload_row {
   std::string workload;
   double weight = 0;
-  std::string status;
+  protocol::outcome status = protocol::outcome::not_run;
   std::string message;
   double max_abs_err = 0, max_rel_err = 0;
   double median_ns = 0, rsd = 0, q1_ns = 0, q3_ns = 0;
@@ -47,7 +47,8 @@ struct evaluation_summary {
   std::optional<double> weighted_speedup_vs_baseline;
   std::optional<double> weighted_speedup_vs_reference;
   std::size_t ok = 0;
-  std::string overall_status;  // ok when every workload is ok, else the first failure's
+  // ok when every workload is ok, else the first failure's
+  protocol::outcome overall_status = protocol::outcome::ok;
   nlohmann::json to_json() const;
 };
 

@@ -19,12 +19,12 @@ std::string store_status(llm::call_status s) {
   return "http_error";
 }
 
-void store_call_recorder::do_record(const llm::call_record& r) {
+std::optional<std::int64_t> store_call_recorder::do_record(const llm::call_record& r) {
   std::lock_guard lock(mu_);
   try {
     store::llm_call_record c;
     c.campaign_id = campaign_id_;
-    c.iteration_id = iteration_id_;
+    c.iteration_id = r.iteration_id;
     c.provider = r.provider;
     c.model = r.model;
     c.request = {{"tag", r.tag}, {"prompt_sha256", r.prompt_sha256}, {"llm_status", llm::call_status_name(r.status)},
@@ -49,7 +49,7 @@ void store_call_recorder::do_record(const llm::call_record& r) {
     c.cost_usd = r.cost_usd;
     c.latency_ms = static_cast<double>(r.latency.count());
     if (!r.error.empty()) c.error = r.error;
-    db_.add_llm_call(c);
+    const auto id = db_.add_llm_call(c);
     if (r.status == llm::call_status::permanent) {
       store::event_record ev;
       ev.campaign_id = campaign_id_;
@@ -58,12 +58,14 @@ void store_call_recorder::do_record(const llm::call_record& r) {
       ev.message = "LLM use stopped for this campaign: " + r.error;
       db_.add_event(ev);
     }
+    return id;
   } catch (const std::exception& e) {
     // The call happened whatever the store says; losing its record must not
     // stop the campaign, but it must be visible.
     ++failures_;
     spdlog::error("could not record an LLM call in the store: {}", e.what());
   }
+  return std::nullopt;
 }
 
 }  // namespace kopt::runner

@@ -15,23 +15,20 @@ namespace kopt::runner {
 
 class store_call_recorder final : public llm::call_recorder {
  public:
-  store_call_recorder(store::store& db, store::row_id campaign_id,
-                      std::optional<store::row_id> iteration_id = std::nullopt)
-      : db_(db), campaign_id_(campaign_id), iteration_id_(iteration_id) {}
-  void set_iteration(std::optional<store::row_id> id) {
-    std::lock_guard lock(mu_);
-    iteration_id_ = id;
-  }
+  // Each call's row names the iteration its request carries
+  // (llm::request::iteration_id), and its id goes back to the caller in
+  // llm::completion::record_id, so that candidates can name their call.
+  store_call_recorder(store::store& db, store::row_id campaign_id)
+      : db_(db), campaign_id_(campaign_id) {}
   std::size_t failures() const noexcept { return failures_; }
 
  protected:
-  void do_record(const llm::call_record& r) override;
+  std::optional<std::int64_t> do_record(const llm::call_record& r) override;
 
  private:
   std::mutex mu_;  // calls finish on several threads; one SQLite connection
   store::store& db_;
   store::row_id campaign_id_;
-  std::optional<store::row_id> iteration_id_;
   std::size_t failures_ = 0;
 };
 

@@ -6,10 +6,39 @@ namespace kopt::runner {
 
 using json = nlohmann::json;
 
-store::eval_status to_eval_status(const std::string& s) {
-  if (auto e = store::parse_eval_status(s)) return *e;
-  if (s == "compile_timeout" || s == "rejected_format") return store::eval_status::compile_error;
-  return store::eval_status::skipped;  // reference_failed, not_run
+store::eval_status to_eval_status(protocol::outcome o) {
+  using protocol::outcome;
+  using store::eval_status;
+  // Every outcome has its own store status (schema v3), except two that
+  // mean "not measured": not_run (kopt's summaries) and clock_lost (the
+  // worker's clock failed; the client measures again, so it is not stored
+  // in practice).
+  switch (o) {
+    case outcome::ok:
+      return eval_status::ok;
+    case outcome::incorrect:
+      return eval_status::incorrect;
+    case outcome::compile_error:
+      return eval_status::compile_error;
+    case outcome::compile_timeout:
+      return eval_status::compile_timeout;
+    case outcome::rejected_format:
+      return eval_status::rejected_format;
+    case outcome::rejected_integrity:
+      return eval_status::rejected_integrity;
+    case outcome::launch_error:
+      return eval_status::launch_error;
+    case outcome::reference_failed:
+      return eval_status::reference_failed;
+    case outcome::crashed:
+      return eval_status::crashed;
+    case outcome::timeout:
+      return eval_status::timeout;
+    case outcome::clock_lost:
+    case outcome::not_run:
+      return eval_status::skipped;
+  }
+  return eval_status::skipped;
 }
 
 store::candidate_record candidate_row(const subject_spec& s, store::row_id campaign_id,
@@ -46,19 +75,21 @@ std::map<std::string, store::row_id> record_report(
 
     std::optional<store::row_id> comp_id;
     if (auto it = rep.compiled.find(s.role); it != rep.compiled.end()) {
-      const json& m = it->second;
-      const json& cj = m.value("compile", json::object());
+      const protocol::compiled& m = it->second;
+      const json& cj = m.compile;
       store::compilation_record cr;
       cr.candidate_id = cid;
       cr.parameter_values = cj.value("parameters", s.parameters);
       cr.arch = cj.value("arch", "");
       cr.options = cj.value("options", json::array());
       const std::string st = cj.value("status", "compile_error");
-      cr.status = st == "ok" ? (m.value("status", "ok") == "ok" ? "ok" : "rejected") : st == "timeout" ? "timeout"
-                  : st == "crashed" ? "crashed" : "error";
+      cr.status = st == "ok"        ? (m.status == protocol::outcome::ok ? "ok" : "rejected")
+                  : st == "timeout" ? "timeout"
+                  : st == "crashed" ? "crashed"
+                                    : "error";
       cr.log = cj.value("log", "");
-      if (m.value("status", "ok") != "ok" && !m.value("message", "").empty() && cr.log != m.value("message", ""))
-        cr.log += "\nkopt: " + m.value("message", "");
+      if (m.status != protocol::outcome::ok && !m.message.empty() && cr.log != m.message)
+        cr.log += "\nkopt: " + m.message;
       std::int64_t regs = -1, smem = 0, spill = 0;
       const json kernels = cj.value("kernels", json::object());
       for (const auto& [k, v] : kernels.items()) {
@@ -87,7 +118,7 @@ std::map<std::string, store::row_id> record_report(
       e.compilation_id = comp_id;
       e.workload_id = wid->second;
       e.stage = stage;
-      std::string status = r.status;
+      protocol::outcome status = r.status;
       std::string message = r.message;
       if (sit != summaries.end())
         for (const auto& row : sit->second.rows)
@@ -103,13 +134,17 @@ std::map<std::string, store::row_id> record_report(
               if (!row.diagnosis.is_null()) e.counters["diagnosis"] = row.diagnosis;
               if (!row.sol_calibrated.empty()) e.counters["sol_calibrated"] = row.sol_calibrated;
             }
-            if (row.max_abs_err > 0 || row.status == "ok") {
+            if (row.max_abs_err > 0 || row.status == protocol::outcome::ok) {
               e.max_abs_err = row.max_abs_err;
               e.max_rel_err = row.max_rel_err;
             }
           }
       e.status = to_eval_status(status);
-      if (!message.empty()) e.error = (status != to_string(e.status) ? status + ": " : std::string()) + message;
+      // The store status is the outcome's own name except for the "not
+      // measured" pair; the error then says which one it was.
+      const std::string name(protocol::to_string(status));
+      if (!message.empty())
+        e.error = (name != store::to_string(e.status) ? name + ": " : std::string()) + message;
       e.correctness = {{"checks", r.detail.value("correctness", json::array())},
                        {"recheck", r.detail.value("recheck", json(nullptr))},
                        {"sample_check", r.detail.value("sample_check", json(nullptr))},

@@ -33,8 +33,9 @@ struct subject_spec {
 store::candidate_record candidate_row(const subject_spec& s, store::row_id campaign_id,
                                       std::optional<store::row_id> iteration_id);
 
-// Maps a worker status to the store's enum (message keeps the detail).
-store::eval_status to_eval_status(const std::string& worker_status);
+// Maps a worker outcome to the store's status: one for one (the store keeps
+// every outcome), not_run and clock_lost as skipped.
+store::eval_status to_eval_status(protocol::outcome o);
 
 // Returns role -> candidate id. `summaries` (by role) supply SOL fractions
 // and the final statuses (e.g. faster-than-SOL turned into an integrity

@@ -25,7 +25,7 @@ worker_client::~worker_client() { stop(); }
 
 void worker_client::stop() {
   if (!proc_) return;
-  proc_->write_all(json{{"type", "shutdown"}}.dump() + "\n");
+  proc_->write_all(json(protocol::shutdown_request{}).dump() + "\n");
   proc_->close_stdin();
   proc_->wait(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   proc_.reset();
@@ -45,7 +45,13 @@ void worker_client::spawn() {
   proc_ = std::make_unique<child_process>(argv, scrubbed_environment());
 }
 
-std::optional<json> worker_client::next_message(std::chrono::seconds timeout, std::string* why) {
+void worker_client::send(const protocol::request& r) {
+  if (!proc_->write_all(json(r).dump() + "\n"))
+    throw kopt::error("the GPU worker closed its input");
+}
+
+std::optional<protocol::message> worker_client::next_message(std::chrono::seconds timeout,
+                                                             std::string* why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto line = proc_->read_line(deadline);
@@ -61,43 +67,58 @@ std::optional<json> worker_client::next_message(std::chrono::seconds timeout, st
       return std::nullopt;
     }
     if (line->empty()) continue;
+    json j;
     try {
-      return json::parse(*line);
+      j = json::parse(*line);
     } catch (const json::exception&) {
       // Not protocol: something in the worker wrote to stdout. Skip it, but
       // keep the evidence.
       *why = "non-protocol output from the worker: " + line->substr(0, 200);
+      continue;
+    }
+    try {
+      return protocol::parse_message(j);
+    } catch (const protocol::protocol_error& e) {
+      // A worker of another version is refused at once; any other line
+      // that does not follow the protocol is skipped like noise.
+      if (e.code() == protocol::error_code::unsupported_protocol) throw kopt::error(e.what());
+      *why = std::string("a worker line that does not follow the protocol (") + e.what() +
+             "): " + line->substr(0, 200);
     }
   }
 }
 
-const json& worker_client::start() {
+const protocol::hello& worker_client::start() {
   if (proc_ && proc_->running()) return hello_;
   spawn();
   std::string why;
-  auto m = next_message(opts_.hello_timeout, &why);
+  std::optional<protocol::message> m;
+  try {
+    m = next_message(opts_.hello_timeout, &why);
+  } catch (const kopt::error& e) {
+    proc_.reset();
+    throw kopt::error(std::string("the GPU worker cannot be used: ") + e.what());
+  }
   if (!m) {
     proc_.reset();
     throw kopt::error("the GPU worker did not start: " + why);
   }
-  if (m->value("type", "") != "hello" || !m->value("ok", false)) {
-    const std::string reason = m->value("error", m->dump());
+  const auto* h = std::get_if<protocol::hello>(&*m);
+  if (!h || !h->ok) {
+    const std::string reason =
+        h ? h->error : "its first message was " + json(*m).dump() + ", not hello";
     proc_.reset();
     throw kopt::error("the GPU worker cannot run here: " + reason);
   }
-  if (m->value("protocol", 0) != 1) {
-    proc_.reset();
-    throw kopt::error(fmt::format("the GPU worker speaks protocol {}, kopt speaks 1", m->value("protocol", 0)));
-  }
-  hello_ = *m;
+  hello_ = *h;
   return hello_;
 }
 
-json worker_client::call(json request, std::chrono::seconds timeout) {
+protocol::message worker_client::call(protocol::request request, std::chrono::seconds timeout) {
   start();
   const std::string id = fmt::format("r{}", next_id_++);
-  request["id"] = id;
-  if (!proc_->write_all(request.dump() + "\n")) throw kopt::error("the GPU worker closed its input");
+  std::visit([&](auto& r) { r.id = id; }, request);
+  send(request);
   for (;;) {
     std::string why;
     auto m = next_message(timeout, &why);
@@ -105,75 +126,97 @@ json worker_client::call(json request, std::chrono::seconds timeout) {
       proc_.reset();
       throw kopt::error(why);
     }
-    if (m->value("id", "") == id) return *m;
+    if (protocol::answer_id(*m) == id) return *m;
   }
 }
 
-evaluation_report worker_client::evaluate(json request, const std::function<void(const json&)>& on_message) {
+protocol::evaluate_request evaluate_request_from_json(const json& request) {
+  json j = request;
+  j["type"] = "evaluate";
+  j["protocol"] = protocol::version;
+  if (!j.contains("operator")) j["operator"] = json::object();
+  try {
+    return std::get<protocol::evaluate_request>(protocol::parse_request(j));
+  } catch (const protocol::protocol_error& e) {
+    throw kopt::error(std::string("evaluate: the request does not follow the worker protocol: ") +
+                      e.what());
+  }
+}
+
+evaluation_report worker_client::evaluate(
+    const json& request, const std::function<void(const protocol::message&)>& on_message) {
+  return evaluate(evaluate_request_from_json(request), on_message);
+}
+
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, const json& request,
+    const std::function<void(const protocol::message&)>& on_message) {
+  return evaluate_with_counters(timing, profiler, evaluate_request_from_json(request), on_message);
+}
+
+evaluation_report worker_client::evaluate(
+    protocol::evaluate_request request,
+    const std::function<void(const protocol::message&)>& on_message) {
+  using protocol::outcome;
   evaluation_report rep;
   std::set<std::string> dropped_roles;      // subjects that crashed or hung
   std::set<std::string> finished_workloads;
   int clock_restarts = 0;
-  std::vector<std::string> all_workloads = request.value("workloads", std::vector<std::string>{});
-  const json all_subjects = request.value("subjects", json::array());
+  const std::vector<std::string> all_workloads = request.workloads;
+  const std::vector<protocol::subject> all_subjects = request.subjects;
   // Explicit workload ids, so that a restart can resend exactly the rest.
   if (all_workloads.empty()) throw kopt::error("evaluate: the request must list its workloads");
 
   for (int attempt = 0;; ++attempt) {
     start();
-    rep.device = hello_.value("device", json::object());
-    rep.calibration = hello_.value("calibration", json());
-    json req = request;
+    rep.device = hello_.device;
+    rep.calibration = hello_.calibration;
+    protocol::evaluate_request req = request;
     const std::string id = fmt::format("e{}", next_id_++);
-    req["type"] = "evaluate";
-    req["id"] = id;
-    json subjects = json::array();
+    req.id = id;
+    req.subjects.clear();
     for (const auto& s : all_subjects)
-      if (!dropped_roles.count(s.value("role", ""))) subjects.push_back(s);
-    req["subjects"] = subjects;
+      if (!dropped_roles.count(s.role)) req.subjects.push_back(s);
     if (!finished_workloads.empty()) {
-      std::vector<std::string> rest;
+      req.workloads.clear();
       for (const auto& w : all_workloads)
-        if (!finished_workloads.count(w)) rest.push_back(w);
-      req["workloads"] = rest;
+        if (!finished_workloads.count(w)) req.workloads.push_back(w);
     }
-    if (!proc_->write_all(req.dump() + "\n")) throw kopt::error("the GPU worker closed its input");
+    send(req);
 
     std::string current_workload;
-    std::string fatal_status, fatal_role, fatal_message;
+    std::optional<protocol::fatal> fatal;
     bool done = false;
     for (;;) {
       std::string why;
       auto m = next_message(opts_.silence_timeout, &why);
       if (!m) {
-        if (fatal_status.empty()) {
-          fatal_status = "crashed";
-          fatal_message = why;
-          if (why.find("silent") != std::string::npos) fatal_status = "timeout";
+        if (!fatal) {
+          // Died or went silent without a word: charged to the workload in
+          // progress, with no subject to blame.
+          fatal = protocol::fatal{
+              id, why.find("silent") != std::string::npos ? outcome::timeout : outcome::crashed, "",
+              current_workload, why};
         }
         break;
       }
       if (on_message) on_message(*m);
-      const std::string type = m->value("type", "");
-      if (m->contains("id") && m->value("id", "") != id) continue;  // stale
-      if (type == "compiled") {
-        rep.compiled[m->value("role", "")] = *m;
-      } else if (type == "workload_begin") {
-        current_workload = m->value("workload", "");
-      } else if (type == "workload_result") {
-        const std::string w = m->value("workload", "");
-        for (const auto& r : m->value("results", json::array()))
-          rep.results[w][r.value("role", "")] = {r.value("status", ""), r.value("message", ""), r};
-        finished_workloads.insert(w);
+      if (const std::string mid = protocol::answer_id(*m); !mid.empty() && mid != id)
+        continue;  // stale
+      if (auto* c = std::get_if<protocol::compiled>(&*m)) {
+        rep.compiled[c->role] = *c;
+      } else if (auto* b = std::get_if<protocol::workload_begin>(&*m)) {
+        current_workload = b->workload;
+      } else if (auto* r = std::get_if<protocol::workload_result>(&*m)) {
+        for (const auto& x : r->results) rep.results[r->workload][x.role] = x;
+        finished_workloads.insert(r->workload);
         current_workload.clear();
-      } else if (type == "fatal") {
-        fatal_status = m->value("status", "crashed");
-        fatal_role = m->value("role", "");
-        fatal_message = m->value("message", "");
-        current_workload = m->value("workload", current_workload);
-      } else if (type == "error") {
-        throw kopt::error("the GPU worker rejected the request: " + m->value("message", ""));
-      } else if (type == "done") {
+      } else if (auto* f = std::get_if<protocol::fatal>(&*m)) {
+        fatal = *f;
+        if (!f->workload.empty()) current_workload = f->workload;
+      } else if (auto* e = std::get_if<protocol::error>(&*m)) {
+        throw request_rejected(e->code, e->message);
+      } else if (std::holds_alternative<protocol::done>(*m)) {
         done = true;
         break;
       }
@@ -184,42 +227,49 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
     // subject that caused it.
     proc_.reset();
     ++rep.restarts;
-    if (fatal_status == "clock_lost") {
+    const std::string status(protocol::to_string(fatal->status));
+    if (fatal->status == outcome::clock_lost) {
       // The worker's timing clock failed, not the candidate: measure the
       // unfinished workloads again, every subject included, in a new worker.
-      rep.events.push_back(fmt::format("worker restarted: its CUPTI clock lost kernel records on {} ({}); "
-                                       "measured again in a fresh worker", current_workload, fatal_message));
-      if (++clock_restarts > 3) throw kopt::error("the GPU worker's clock failed repeatedly: " + fatal_message);
+      rep.events.push_back(
+          fmt::format("worker restarted: its CUPTI clock lost kernel records on {} ({}); "
+                      "measured again in a fresh worker",
+                      current_workload, fatal->message));
+      if (++clock_restarts > 3)
+        throw kopt::error("the GPU worker's clock failed repeatedly: " + fatal->message);
       continue;
     }
-    if (fatal_role.empty() || fatal_role == "reference") {
+    if (fatal->role.empty() || fatal->role == "reference") {
       // Without a culprit (or with a broken reference) nothing more can be
       // measured reliably on this workload: record it for everyone.
       for (const auto& s : all_subjects)
-        rep.results[current_workload][s.value("role", "")] = {fatal_status, fatal_message, json::object()};
-      rep.results[current_workload]["reference"] = {fatal_status, fatal_message, json::object()};
+        rep.results[current_workload][s.role] = {s.role, fatal->status, fatal->message,
+                                                 json::object()};
+      rep.results[current_workload]["reference"] = {"reference", fatal->status, fatal->message,
+                                                    json::object()};
       finished_workloads.insert(current_workload);
     } else {
-      dropped_roles.insert(fatal_role);
+      dropped_roles.insert(fatal->role);
       // This workload and every later one: the subject is known to crash.
       for (const auto& w : all_workloads)
         if (!finished_workloads.count(w) || w == current_workload)
-          rep.results[w][fatal_role] = {fatal_status,
-                                        w == current_workload ? fatal_message
-                                                              : "not run: the candidate " + fatal_status +
-                                                                    " on workload " + current_workload,
-                                        json::object()};
+          rep.results[w][fatal->role] = {
+              fatal->role, fatal->status,
+              w == current_workload
+                  ? fatal->message
+                  : "not run: the candidate " + status + " on workload " + current_workload,
+              json::object()};
     }
-    rep.events.push_back(fmt::format("worker restarted after {} of {} on {}: {}", fatal_status,
-                                     fatal_role.empty() ? "an unknown subject" : fatal_role, current_workload,
-                                     fatal_message));
+    rep.events.push_back(fmt::format("worker restarted after {} of {} on {}: {}", status,
+                                     fatal->role.empty() ? "an unknown subject" : fatal->role,
+                                     current_workload, fatal->message));
     if (attempt + 1 >= opts_.max_restarts) {
       rep.events.push_back("giving up after too many worker restarts");
       break;
     }
     bool left = false;
     for (const auto& s : all_subjects)
-      if (!dropped_roles.count(s.value("role", ""))) left = true;
+      if (!dropped_roles.count(s.role)) left = true;
     if (!left) break;
   }
   return rep;
@@ -230,40 +280,35 @@ worker_options profiler_options(worker_options o) {
   return o;
 }
 
-evaluation_report evaluate_with_counters(worker_client& timing, worker_client* profiler, json request,
-                                         const std::function<void(const json&)>& on_message) {
-  json settings = request.value("settings", json::object());
-  const std::string tier = settings.value("counters", std::string("none"));
-  const json metrics = settings.value("metrics", json::array());
-  const bool want = tier != "none" || (metrics.is_array() && !metrics.empty());
-  settings.erase("counters");
-  settings.erase("metrics");
-  request["settings"] = settings;
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, protocol::evaluate_request request,
+    const std::function<void(const protocol::message&)>& on_message) {
+  using protocol::outcome;
+  const protocol::settings asked = request.settings;
+  request.settings.counters = "none";
+  request.settings.metrics.clear();
   evaluation_report rep = timing.evaluate(request, on_message);
-  if (!want) return rep;
+  if (!asked.wants_counters()) return rep;
   if (!profiler) {
     rep.events.push_back("counters were asked for but no profiling worker is configured");
     return rep;
   }
   // Only subjects that passed on some workload are worth profiling.
-  json subjects = json::array();
-  for (const auto& s : request.value("subjects", json::array())) {
-    const std::string role = s.value("role", "candidate");
+  protocol::evaluate_request preq = request;
+  preq.subjects.clear();
+  for (const auto& s : request.subjects) {
     bool ok = false;
     for (const auto& [w, roles] : rep.results)
-      if (auto it = roles.find(role); it != roles.end() && it->second.status == "ok") ok = true;
-    if (ok) subjects.push_back(s);
+      if (auto it = roles.find(s.role); it != roles.end() && it->second.status == outcome::ok)
+        ok = true;
+    if (ok) preq.subjects.push_back(s);
   }
-  if (subjects.empty()) return rep;
-  json preq = request;
-  preq["subjects"] = subjects;
-  json ps = settings;
-  ps["seeds"] = 1;
-  ps["recheck"] = false;
-  ps["time_reference"] = false;
-  ps["counters"] = tier;
-  if (metrics.is_array() && !metrics.empty()) ps["metrics"] = metrics;
-  preq["settings"] = ps;
+  if (preq.subjects.empty()) return rep;
+  preq.settings.seeds = 1;
+  preq.settings.recheck = false;
+  preq.settings.time_reference = false;
+  preq.settings.counters = asked.counters;
+  preq.settings.metrics = asked.metrics;
   try {
     const evaluation_report prep = profiler->evaluate(preq);
     for (const auto& [w, roles] : prep.results)
@@ -271,22 +316,28 @@ evaluation_report evaluate_with_counters(worker_client& timing, worker_client* p
         auto wit = rep.results.find(w);
         if (wit == rep.results.end()) continue;
         auto rit = wit->second.find(role);
-        if (rit == wit->second.end() || rit->second.status != "ok") continue;
-        if (r.detail.contains("counters")) rit->second.detail["counters"] = r.detail.at("counters");
-        else if (r.status != "ok")
-          rit->second.detail["counters"] = {{"error", "the profiling run gave " + r.status + ": " + r.message}};
+        if (rit == wit->second.end() || rit->second.status != outcome::ok) continue;
+        if (r.detail.contains("counters"))
+          rit->second.detail["counters"] = r.detail.at("counters");
+        else if (r.status != outcome::ok)
+          rit->second.detail["counters"] = {
+              {"error", fmt::format("the profiling run gave {}: {}", protocol::to_string(r.status),
+                                    r.message)}};
       }
     for (const auto& e : prep.events) rep.events.push_back("profiling worker: " + e);
     // The profiling worker does not stay alive between requests: a process
     // that has used the CUPTI profiler is not left beside the timing worker.
     profiler->stop();
+  } catch (const request_rejected& e) {
+    profiler->stop();
+    // A bad metric name is the caller's error; a profiler that cannot run
+    // here leaves the timing results intact and says why the counters are
+    // missing.
+    if (e.code() == protocol::error_code::unknown_metric) throw;
+    rep.events.push_back(std::string("counters failed: ") + e.what());
   } catch (const kopt::error& e) {
     profiler->stop();
-    // A bad metric name is the caller's error; anything else leaves the
-    // timing results intact and says why the counters are missing.
-    const std::string what = e.what();
-    if (what.find("CUPTI does not know") != std::string::npos) throw;
-    rep.events.push_back(std::string("counters failed: ") + what);
+    rep.events.push_back(std::string("counters failed: ") + e.what());
   }
   return rep;
 }

@@ -6,20 +6,22 @@
 // error of kopt: the subject that was running gets the outcome (crashed or
 // timeout), the worker is restarted, and the rest of the request is sent
 // again without that subject, so one bad kernel never loses the others'
-// results.
+// results. Every line is read and written through the typed protocol of
+// profiler/protocol/protocol.hpp.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "common/error.hpp"
 #include "common/subprocess.hpp"
+#include "protocol/protocol.hpp"
 
 namespace kopt::runner {
 
@@ -39,16 +41,27 @@ struct worker_options {
 // Default worker executable: $KOPT_WORKER, else kopt-worker beside kopt.
 std::string default_worker_exe();
 
-struct subject_result {
-  std::string status;   // ok, incorrect, compile_error, crashed, timeout, ...
-  std::string message;
-  nlohmann::json detail = nlohmann::json::object();  // as emitted by the worker
+// One subject on one workload: role, outcome and message typed, the
+// measurements (timing, correctness, counters, ...) as the worker sent them.
+using subject_result = protocol::result;
+
+// The worker answered a request with `error`: the request was refused (a bad
+// operator, an unknown metric: the caller's problem) or the worker failed on
+// its own (code internal). Callers decide on code(), never on the text.
+class request_rejected : public kopt::error {
+ public:
+  request_rejected(protocol::error_code code, const std::string& message)
+      : kopt::error("the GPU worker rejected the request: " + message), code_(code) {}
+  protocol::error_code code() const noexcept { return code_; }
+
+ private:
+  protocol::error_code code_;
 };
 
 struct evaluation_report {
   nlohmann::json device = nlohmann::json::object();
   nlohmann::json calibration = nlohmann::json();  // hello "calibration" (measured peaks)
-  std::map<std::string, nlohmann::json> compiled;  // role -> compiled message
+  std::map<std::string, protocol::compiled> compiled;  // role -> compiled message
   // workload -> role -> result
   std::map<std::string, std::map<std::string, subject_result>> results;
   std::vector<std::string> events;  // restarts and other happenings, in words
@@ -60,28 +73,36 @@ class worker_client {
   explicit worker_client(worker_options opts);
   ~worker_client();
 
-  // Starts the worker (if needed) and returns its whole hello message (device
-  // under "device", measured peaks under "calibration"); throws
-  // kopt::error with the worker's own reason when it cannot start (e.g. no
-  // GPU: the message says so plainly).
-  const nlohmann::json& start();
+  // Starts the worker (if needed) and returns its hello (device, measured
+  // peaks under calibration); throws kopt::error with the worker's own
+  // reason when it cannot start (e.g. no GPU: the message says so plainly)
+  // or speaks another protocol version.
+  const protocol::hello& start();
 
-  // Sends an evaluate request (see protocol docs; "id" is filled in) and
-  // collects the report, restarting the worker around fatal outcomes.
-  evaluation_report evaluate(nlohmann::json request,
-                             const std::function<void(const nlohmann::json&)>& on_message = {});
+  // Sends an evaluate request (the id is filled in) and collects the
+  // report, restarting the worker around fatal outcomes. Throws
+  // request_rejected when the worker answers `error`.
+  evaluation_report evaluate(protocol::evaluate_request request,
+                             const std::function<void(const protocol::message&)>& on_message = {});
+  // The same from a request written as JSON (tests, tools): read through
+  // the protocol first, so a malformed one fails here with its reason.
+  evaluation_report evaluate(const nlohmann::json& request,
+                             const std::function<void(const protocol::message&)>& on_message = {});
 
-  // Any request with a single answer (calibrate, ping).
-  nlohmann::json call(nlohmann::json request, std::chrono::seconds timeout);
+  // A request with a single answer (calibrate, ping); returns that answer.
+  protocol::message call(protocol::request request, std::chrono::seconds timeout);
 
   void stop();
 
  private:
   void spawn();
-  std::optional<nlohmann::json> next_message(std::chrono::seconds timeout, std::string* why);
+  // The next protocol message, or nullopt when the worker died or was
+  // silent (`why` says which). Lines that are not protocol are skipped.
+  std::optional<protocol::message> next_message(std::chrono::seconds timeout, std::string* why);
+  void send(const protocol::request& r);
   worker_options opts_;
   std::unique_ptr<child_process> proc_;
-  nlohmann::json hello_;
+  protocol::hello hello_;
   int next_id_ = 1;
 };
 
@@ -91,12 +112,24 @@ class worker_client {
 // (2026-12-01), so timing and profiling no longer share a process.
 //
 // Sends `request` to `timing` with the counters settings removed; when the
-// request asked for counters ("counters" other than "none", or "metrics"),
-// sends the subjects that passed somewhere to `profiler` (started on first
-// use) and merges each workload's "counters" into the timing report.
-// `profiler` may be null: the counters are then skipped with an event.
-evaluation_report evaluate_with_counters(worker_client& timing, worker_client* profiler, nlohmann::json request,
-                                         const std::function<void(const nlohmann::json&)>& on_message = {});
+// request asked for counters (a tier other than none, or metrics), sends
+// the subjects that passed somewhere to `profiler` (started on first use)
+// and merges each workload's "counters" into the timing report. `profiler`
+// may be null: the counters are then skipped with an event. An unknown
+// metric name is the caller's error (request_rejected is rethrown); any
+// other failure of the profiling run keeps the timing and says why.
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, protocol::evaluate_request request,
+    const std::function<void(const protocol::message&)>& on_message = {});
+// The same from a request written as JSON (tests, tools), read through the
+// protocol first.
+evaluation_report evaluate_with_counters(
+    worker_client& timing, worker_client* profiler, const nlohmann::json& request,
+    const std::function<void(const protocol::message&)>& on_message = {});
+
+// An evaluate request written as JSON (type and protocol are added) read
+// through the protocol; throws kopt::error naming what does not follow it.
+protocol::evaluate_request evaluate_request_from_json(const nlohmann::json& request);
 
 // Options of the profiling worker that goes with `timing_opts`.
 worker_options profiler_options(worker_options timing_opts);

@@ -244,7 +244,54 @@ ALTER TABLE campaigns ADD COLUMN not_before INTEGER;
 ALTER TABLE campaigns ADD COLUMN last_error TEXT;
 )sql";
 
-constexpr std::array<migration, 2> all_steps{{
+// Schema v3: evaluations.status keeps every outcome of the worker protocol
+// (profiler/protocol/protocol.hpp): compile_timeout, rejected_format and
+// reference_failed were stored as compile_error or skipped, which lost what
+// happened. SQLite cannot change a CHECK constraint in place, so the table
+// is rebuilt with the same columns, rows and indexes (no other table refers
+// to evaluations, so the rebuild touches no foreign key).
+constexpr std::string_view schema_v3 = R"sql(
+CREATE TABLE evaluations_v3 (
+  id                 INTEGER PRIMARY KEY,
+  candidate_id       INTEGER NOT NULL REFERENCES candidates(id) ON DELETE CASCADE,
+  compilation_id     INTEGER REFERENCES compilations(id),
+  workload_id        INTEGER NOT NULL REFERENCES workloads(id),
+  stage              TEXT NOT NULL DEFAULT 'full'
+                     CHECK (stage IN ('screen','full','verify','compare')),
+  status             TEXT NOT NULL
+                     CHECK (status IN ('ok','compile_error','incorrect','crashed','timeout',
+                                       'rejected_integrity','launch_error','skipped',
+                                       'compile_timeout','rejected_format','reference_failed')),
+  max_abs_err        REAL,
+  max_rel_err        REAL,
+  matched_ratio      REAL CHECK (matched_ratio IS NULL OR (matched_ratio >= 0 AND matched_ratio <= 1)),
+  median_ns          REAL,
+  min_ns             REAL,
+  mean_ns            REAL,
+  stdev_ns           REAL,
+  q1_ns              REAL,
+  q3_ns              REAL,
+  samples            INTEGER,
+  timing_stop_reason TEXT,
+  discarded_samples  INTEGER,
+  timing_json        TEXT CHECK (timing_json IS NULL OR json_valid(timing_json)),
+  correctness_json   TEXT CHECK (correctness_json IS NULL OR json_valid(correctness_json)),
+  counters_json      TEXT CHECK (counters_json IS NULL OR json_valid(counters_json)),
+  sol_fraction       REAL,
+  device_json        TEXT CHECK (device_json IS NULL OR json_valid(device_json)),
+  seeds_json         TEXT CHECK (seeds_json IS NULL OR json_valid(seeds_json)),
+  error              TEXT,
+  created_at         INTEGER NOT NULL
+);
+INSERT INTO evaluations_v3 SELECT * FROM evaluations;
+DROP TABLE evaluations;
+ALTER TABLE evaluations_v3 RENAME TO evaluations;
+CREATE INDEX evaluations_by_candidate ON evaluations(candidate_id, workload_id);
+CREATE INDEX evaluations_by_workload ON evaluations(workload_id, status);
+CREATE INDEX evaluations_by_compilation ON evaluations(compilation_id);
+)sql";
+
+constexpr std::array<migration, 3> all_steps{{
     {1,
      "initial schema: operators, workloads, campaigns, iterations, candidates, "
      "compilations, evaluations, llm_calls, dropout_decisions, events",
@@ -253,6 +300,10 @@ constexpr std::array<migration, 2> all_steps{{
      "daemon: submissions (spool accounting), campaign requests (pause/cancel), step "
      "failures and backoff",
      schema_v2},
+    {3,
+     "evaluations.status keeps every worker outcome: compile_timeout, rejected_format, "
+     "reference_failed",
+     schema_v3},
 }};
 
 std::string hex32(std::int64_t v) {

@@ -21,9 +21,17 @@ constexpr std::array<std::string_view, 6> state_names{"queued", "running", "paus
                                                       "done",   "failed",  "cancelled"};
 constexpr std::array<std::string_view, 5> origin_names{"reference", "baseline", "seed", "llm",
                                                        "tuned"};
-constexpr std::array<std::string_view, 8> status_names{
-    "ok",      "compile_error",      "incorrect",    "crashed",
-    "timeout", "rejected_integrity", "launch_error", "skipped"};
+constexpr std::array<std::string_view, 11> status_names{"ok",
+                                                        "compile_error",
+                                                        "incorrect",
+                                                        "crashed",
+                                                        "timeout",
+                                                        "rejected_integrity",
+                                                        "launch_error",
+                                                        "skipped",
+                                                        "compile_timeout",
+                                                        "rejected_format",
+                                                        "reference_failed"};
 
 }  // namespace
 

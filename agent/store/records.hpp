@@ -43,7 +43,12 @@ enum class eval_status {
   timeout,
   rejected_integrity,
   launch_error,
-  skipped,
+  skipped,  // not evaluated (an earlier failure made it pointless)
+  // Schema v3: the worker's outcomes kept as they are, no longer folded
+  // into compile_error / skipped.
+  compile_timeout,   // NVRTC ran past its time limit
+  rejected_format,   // the candidate does not validate against the operator
+  reference_failed,  // the reference failed on the workload: nothing to compare against
 };
 std::string_view to_string(eval_status s) noexcept;
 std::optional<eval_status> parse_eval_status(std::string_view s) noexcept;

@@ -39,6 +39,8 @@ class store {
   database& db() noexcept { return db_; }
   bool read_only() const noexcept { return db_.read_only(); }
   const std::string& path() const noexcept { return db_.path(); }
+  // The schema version of the open file (PRAGMA user_version).
+  std::int64_t file_schema_version() { return db_.pragma_int("user_version"); }
 
   // --- operators and workloads ---------------------------------------------
   struct put_operator_result {

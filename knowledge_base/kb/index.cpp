@@ -285,7 +285,11 @@ retrieval index::retrieve(const query& q) const {
   for (const auto& b : q.bottlenecks)
     if (!is_bottleneck_class(b)) throw kopt::error("unknown bottleneck class '" + b + "'");
   if (!q.operator_class.empty() && !is_operator_class(q.operator_class))
-    throw kopt::error("unknown operator class '" + q.operator_class + "'");
+    throw kopt::error("unknown operator class '" + q.operator_class + "' (classes: " + [] {
+      std::string all;
+      for (auto c : operator_classes()) all += (all.empty() ? "" : ", ") + std::string(c);
+      return all;
+    }() + ")");
   std::optional<arch_version> target;
   if (!q.arch.empty()) {
     target = arch_version::parse(q.arch);

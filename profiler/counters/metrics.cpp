@@ -187,7 +187,7 @@ std::vector<metric_info> metric_catalog::describe(const std::vector<std::string>
                                     : fmt::format("unknown; did you mean {}?", fmt::join(sug, ", ")));
     }
     msg += "\n(list the chip's metrics with `kopt-worker metrics --chip " + chip_ + " --list`)";
-    throw kopt::error(msg);
+    throw unknown_metric_error(msg);
   }
   return out;
 }

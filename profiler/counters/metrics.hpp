@@ -9,10 +9,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/error.hpp"
 
 namespace kopt::counters {
 
@@ -32,6 +33,13 @@ struct config_image {
   std::vector<std::uint8_t> image;
   std::size_t passes = 0;
   bool from_cache = false;
+};
+
+// A metric name the chip does not know (describe, configure): the
+// caller's mistake, told apart by type from a profiler that cannot run.
+class unknown_metric_error : public kopt::error {
+ public:
+  using kopt::error::error;
 };
 
 // One CUPTI profiler host object for one chip ("GH100", "AD102", ...).

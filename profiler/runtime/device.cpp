@@ -5,6 +5,7 @@
 #include <nvrtc.h>
 
 #include <array>
+#include <filesystem>
 #include <mutex>
 
 #include "runtime/cuda_check.hpp"
@@ -76,6 +77,19 @@ std::string no_device_reason() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   cudaGetLastError();
+  // cudart reports a missing driver as "insufficient driver version", which
+  // misleads on a machine that has no NVIDIA driver (or GPU) at all.
+  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+    void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (libcuda != nullptr) dlclose(libcuda);
+    std::error_code ec;
+    const bool proc = std::filesystem::exists("/proc/driver/nvidia/version", ec);
+    if (libcuda == nullptr && !proc)
+      return "no NVIDIA driver or GPU found (no libcuda.so.1, no /proc/driver/nvidia): kopt needs "
+             "a machine with an NVIDIA GPU and its driver";
+    if (e == cudaErrorNoDevice)
+      return "no NVIDIA GPU found: the driver is installed but reports no device";
+  }
   if (e != cudaSuccess) return fmt::format("no usable CUDA device: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
   if (n == 0) return "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)";
   return "";

@@ -353,6 +353,9 @@ struct evaluator::impl {
     // per seed: outputs (and in-place inputs' final states), in tensor order
     std::vector<std::shared_ptr<const std::vector<std::string>>> expected;
     std::vector<std::uint64_t> seeds;
+    // The workload's own correctness bounds (SOL-ExecBench), which replace
+    // the tensors' and the operator's when set.
+    std::optional<config::tolerance> tol;
   };
 
   std::vector<const resolved_tensor*> checked_tensors(const workload_state& st) {
@@ -634,7 +637,7 @@ struct evaluator::impl {
     for (const auto& t : st.tensors) {
       if (!(t.is_output || t.in_place)) continue;
       const config::tensor* spec = op.find_tensor(t.name);
-      const config::tolerance tol = spec && spec->tol ? *spec->tol : op.tol;
+      const config::tolerance tol = st.tol ? *st.tol : spec && spec->tol ? *spec->tol : op.tol;
       const auto r = compare_outputs(got[i], expected[i], static_cast<std::size_t>(t.elements), t.type,
                                      t.shape, tol);
       per[t.name] = r.to_json();
@@ -919,8 +922,14 @@ struct evaluator::impl {
       try {
         ensure_profiler();
         profiler->catalog().describe(cfg.metrics);
+      } catch (const counters::unknown_metric_error& e) {
+        emit({{"type", "error"}, {"id", id}, {"code", "unknown_metric"}, {"message", e.what()}});
+        return;
       } catch (const kopt::error& e) {
-        emit({{"type", "error"}, {"id", id}, {"message", e.what()}});
+        emit({{"type", "error"},
+              {"id", id},
+              {"code", "counters_unavailable"},
+              {"message", e.what()}});
         return;
       }
     }
@@ -1030,6 +1039,7 @@ struct evaluator::impl {
   void evaluate_workload(const config::operator_config& op, const config::workload& w, std::vector<subject>& subjects,
                          subject& ref, const settings& cfg, json& results, std::string& current_role) {
     workload_state st;
+    st.tol = w.tol;
     st.tensors = resolve_tensors(op, w);
     const std::size_t sets = static_cast<std::size_t>(cfg.seeds);
     st.inputs.resize(sets);

@@ -1,27 +1,28 @@
 // kopt-worker: one process per GPU. Speaks the versioned JSON-lines protocol
 // of docs/worker-protocol.md on stdin/stdout (stdout carries protocol only;
-// diagnostics go to stderr). Also the isolated NVRTC child
-// (`kopt-worker compile`) and a device probe (`kopt-worker info`).
-#include <cstdio>
-#include <iostream>
-#include <string>
+// diagnostics go to stderr), reading every request and writing its own
+// answers through the types of protocol/protocol.hpp. Also the isolated
+// NVRTC child (`kopt-worker compile`) and a device probe (`kopt-worker info`).
+#include <cupti_target.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
+#include "counters/metrics.hpp"
+#include "protocol/protocol.hpp"
 #include "runtime/device.hpp"
 #include "runtime/evaluator.hpp"
-#include "counters/metrics.hpp"
-
-#include <fstream>
-#include <sstream>
-#include <cupti_target.h>
 
 namespace {
 
-constexpr int protocol_version = 1;
+namespace protocol = kopt::protocol;
 constexpr int exit_no_device = 77;  // as CTest's skip code: "cannot run here"
 
 void emit(const nlohmann::json& j) {
@@ -29,6 +30,22 @@ void emit(const nlohmann::json& j) {
   // progress (and knows which workload was running if we die).
   std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   std::cout.flush();
+}
+void emit(const protocol::message& m) {
+  emit(nlohmann::json(m));
+}
+
+// The evaluator's messages pass here on their way out. Its errors are
+// refusals of the request; one without a code gets `rejected`, so that
+// every error on the wire carries one.
+void emit_from_evaluator(const nlohmann::json& j) {
+  if (j.is_object() && j.value("type", "") == "error" && !j.contains("code")) {
+    nlohmann::json c = j;
+    c["code"] = protocol::error_code::rejected;
+    emit(c);
+    return;
+  }
+  emit(j);
 }
 
 // Measured peaks, once per GPU (UUID) and driver: a copy kernel for DRAM
@@ -116,43 +133,57 @@ int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   try {
     dev = kopt::harness::query_device(gpu);
   } catch (const std::exception& e) {
-    emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", false}, {"error", e.what()}});
+    protocol::hello h;
+    h.ok = false;
+    h.error = e.what();
+    emit(protocol::message{h});
     return exit_no_device;
   }
   const kopt::compile::compiler comp(kopt::self_executable(),
                                      cache_dir.empty() ? kopt::compile::default_cache_dir() : std::filesystem::path(cache_dir));
-  kopt::harness::evaluator ev(dev, comp, emit, !profile_only);
-  const nlohmann::json calibration =
-      profile_only ? nlohmann::json{{"skipped", "profile-only worker"}} : calibration_at_start(ev, dev);
-  emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", true}, {"device", dev.to_json()},
-        {"calibration", calibration}, {"worker_version", KOPT_VERSION}});
+  kopt::harness::evaluator ev(dev, comp, emit_from_evaluator, !profile_only);
+  protocol::hello h;
+  h.device = dev.to_json();
+  h.calibration = profile_only ? nlohmann::json{{"skipped", "profile-only worker"}}
+                               : calibration_at_start(ev, dev);
+  h.worker_version = KOPT_VERSION;
+  emit(protocol::message{h});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
-    nlohmann::json req;
+    nlohmann::json j;
     try {
-      req = nlohmann::json::parse(line);
+      j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
-      emit({{"type", "error"}, {"message", std::string("request is not JSON: ") + e.what()}});
+      emit(protocol::message{protocol::error{"", protocol::error_code::bad_request,
+                                             std::string("request is not JSON: ") + e.what()}});
       continue;
     }
-    const std::string type = req.value("type", "");
-    const std::string id = req.value("id", "");
+    const std::string id = protocol::request_id(j);
+    protocol::request req;
     try {
-      if (type == "evaluate") {
-        ev.evaluate(req);
-      } else if (type == "calibrate") {
-        emit({{"type", "calibrated"}, {"id", id}, {"result", ev.calibrate()}});
-      } else if (type == "ping") {
-        emit({{"type", "pong"}, {"id", id}});
-      } else if (type == "shutdown") {
-        emit({{"type", "bye"}, {"id", id}});
+      req = protocol::parse_request(j);
+    } catch (const protocol::protocol_error& e) {
+      emit(protocol::message{protocol::error{id, e.code(), e.what()}});
+      continue;
+    }
+    try {
+      if (const auto* r = std::get_if<protocol::evaluate_request>(&req)) {
+        // The evaluator reads the request as the protocol wrote it back:
+        // every setting present, with the protocol's defaults.
+        ev.evaluate(nlohmann::json(*r));
+      } else if (std::holds_alternative<protocol::calibrate_request>(req)) {
+        emit(protocol::message{protocol::calibrated{id, ev.calibrate()}});
+      } else if (std::holds_alternative<protocol::ping_request>(req)) {
+        emit(protocol::message{protocol::pong{id}});
+      } else if (std::holds_alternative<protocol::shutdown_request>(req)) {
+        emit(protocol::message{protocol::bye{id}});
         return 0;
-      } else {
-        emit({{"type", "error"}, {"id", id}, {"message", "unknown request type '" + type + "'"}});
       }
     } catch (const std::exception& e) {
-      emit({{"type", "error"}, {"id", id}, {"message", e.what()}});
+      // Not a refusal of the request and not a candidate's outcome (those
+      // are messages): the worker's own failure.
+      emit(protocol::message{protocol::error{id, protocol::error_code::internal, e.what()}});
     }
   }
   return 0;

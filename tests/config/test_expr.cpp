@@ -280,3 +280,40 @@ TEST(Expr, Helpers) {
   EXPECT_FALSE(kx::is_identifier(""));
   EXPECT_FALSE(kx::is_identifier("a-b"));
 }
+
+// `//`: Python's floor division (SOL-ExecBench's expr axes), next to C++'s '/'.
+TEST(Expr, FloorDivision) {
+  const kopt::expr::resolver none = [](std::string_view) { return std::nullopt; };
+  EXPECT_EQ(kopt::expr::evaluate("7 // 2", none), 3);
+  EXPECT_EQ(kopt::expr::evaluate("-7 // 2", none), -4);
+  EXPECT_EQ(kopt::expr::evaluate("-7 / 2", none), -3);
+  EXPECT_EQ(kopt::expr::evaluate("7 // -2", none), -4);
+  EXPECT_EQ(kopt::expr::evaluate("128 // 2 * 3", none), 192);
+  EXPECT_THROW(kopt::expr::evaluate("1 // 0", none), kopt::expr::expr_error);
+}
+
+TEST(Condition, ComparisonsAndClauses) {
+  using kopt::expr::condition;
+  std::map<std::string, std::int64_t, std::less<>> v{
+      {"hidden", 4096}, {"g", 128}, {"b", 3}, {"len", 4}};
+  const auto r = kopt::expr::map_resolver(v);
+  EXPECT_TRUE(condition::parse("hidden % g == 0").holds(r));
+  EXPECT_TRUE(condition::parse("len == b + 1").holds(r));
+  EXPECT_FALSE(condition::parse("len != b + 1").holds(r));
+  EXPECT_TRUE(condition::parse("b < len and len <= 4 and hidden >= g and g > 1").holds(r));
+  EXPECT_FALSE(condition::parse("b < len and len < 4").holds(r));
+  EXPECT_TRUE(condition::parse("hidden % g").holds(r) == false);  // bare: 0 is false
+  EXPECT_TRUE(condition::parse("min(b, len) == 3").holds(r));
+  const auto c = condition::parse("len == b + 1");
+  EXPECT_EQ(c.names(), (std::vector<std::string>{"b", "len"}));
+  EXPECT_THROW(condition::parse("a = b"), kopt::expr::expr_error);
+  EXPECT_THROW(condition::parse("a < b < c"), kopt::expr::expr_error);
+  EXPECT_THROW(condition::parse("a == "), kopt::expr::expr_error);
+  try {
+    condition::parse("b == len +");
+    FAIL();
+  } catch (const kopt::expr::expr_error& e) {
+    EXPECT_GT(e.column(), 5u);  // the column is in the whole text
+  }
+  EXPECT_THROW(condition::parse("q == 1").holds(r), kopt::expr::expr_error);  // unknown name
+}

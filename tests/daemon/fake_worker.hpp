@@ -7,12 +7,15 @@
 //  - dies without a word on every request for an operator whose name
 //    contains "crashy" (a worker that crashes in a loop for one campaign);
 //  - otherwise answers each subject on each workload with "ok" and
-//    deterministic timings derived from the candidate's content.
+//    deterministic timings derived from the candidate's content, plus
+//    made-up counters when the request asks for a tier (logged to
+//    DIR/counters.log with whether it was started --profile-only).
 #pragma once
 
 #include <filesystem>
 #include <string>
 
+#include "protocol/protocol.hpp"
 #include "support.hpp"
 
 namespace kopt::test {
@@ -36,7 +39,7 @@ if os.path.exists(os.path.join(DIR, "crash_on_start")):
     sys.stderr.flush()
     sys.exit(3)
 gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else "?"
-emit({"type": "hello", "protocol": 1, "ok": True,
+emit({"type": "hello", "protocol": @PROTOCOL@, "ok": True,
       "device": {"name": "Fake GPU " + gpu, "arch": "sm_90a"}, "worker_version": "fake"})
 
 for line in sys.stdin:
@@ -68,9 +71,16 @@ for line in sys.stdin:
             rng = random.Random(h[2] * 65536 + h[3] * 256 + req.get("settings", {}).get("base_seed", 0) % 256)
             samples = [base * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(21)]
             srt = sorted(samples)
-            results.append({"role": s["role"], "status": "ok",
-                            "timing": {"median_ns": srt[10], "samples_ns": samples, "samples": 21,
-                                       "q1_ns": srt[5], "q3_ns": srt[15], "rsd": 0.01, "stop_reason": "fake"}})
+            r = {"role": s["role"], "status": "ok",
+                 "timing": {"median_ns": srt[10], "samples_ns": samples, "samples": 21,
+                            "q1_ns": srt[5], "q3_ns": srt[15], "rsd": 0.01, "stop_reason": "fake"}}
+            tier = req.get("settings", {}).get("counters", "none")
+            if tier != "none":
+                # Only the --profile-only worker is asked for counters.
+                log("counters.log", {"profile_only": "--profile-only" in sys.argv, "tier": tier, "gpu": gpu})
+                r["counters"] = {"mode": "fake", "passes": 1, "tier": tier,
+                                 "metrics": {"dram__throughput.avg.pct_of_peak_sustained_elapsed": 61.5}}
+            results.append(r)
         emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
     emit({"type": "done", "id": rid})
 )PY";
@@ -89,7 +99,11 @@ inline std::string replace_dir(std::string s, const std::filesystem::path& dir) 
 // Writes worker.py and prefix.sh into dir; returns the config's "worker" section.
 inline nlohmann::json install_fake_worker(const std::filesystem::path& dir, int max_restarts = 2) {
   std::filesystem::create_directories(dir);
-  spit(dir / "worker.py", replace_dir(fake_worker_py, dir));
+  std::string worker = replace_dir(fake_worker_py, dir);
+  // The fake speaks the protocol version of this build.
+  for (std::size_t p; (p = worker.find("@PROTOCOL@")) != std::string::npos;)
+    worker.replace(p, 10, std::to_string(kopt::protocol::version));
+  spit(dir / "worker.py", worker);
   spit(dir / "prefix.sh", replace_dir(prefix_sh, dir));
   std::filesystem::permissions(dir / "worker.py", std::filesystem::perms(0755));
   std::filesystem::permissions(dir / "prefix.sh", std::filesystem::perms(0755));

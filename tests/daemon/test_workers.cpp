@@ -110,3 +110,36 @@ TEST(DaemonWorkers, CrashLoopPausesThatCampaignOthersGoOn) {
   d.signal(SIGTERM);
   ASSERT_TRUE(d.wait_exit(10s).has_value());
 }
+
+// Daemon campaigns carry the default counters tier, as `kopt run`'s do: each
+// GPU slot has a --profile-only worker beside its timing worker, started
+// through the same launch prefix; the full stage's evaluations store the
+// counters it measured; the timing worker is never asked for counters.
+TEST(DaemonWorkers, CampaignsCarryCountersFromTheSlotsProfilingWorker) {
+  temp_dir dir;
+  const auto wdir = dir / "worker";
+  json cfg = {{"gpus", 1}, {"worker", install_fake_worker(wdir)}};
+  daemon_process d(dir.path(), cfg);
+  fs::create_directories(d.state());
+  const auto id = submit(d, campaign_operator("vadd", 3), "vadd");
+  d.spawn();
+  d.wait_ready();
+  ASSERT_TRUE(eventually([&] { return d.campaign_state(id) == "done"; }, 120s)) << d.log();
+
+  const std::string prefix_log = slurp(wdir / "prefix.log");
+  EXPECT_NE(prefix_log.find("--profile-only"), std::string::npos) << prefix_log;
+  const std::string counters_log = slurp(wdir / "counters.log");
+  ASSERT_FALSE(counters_log.empty()) << "no worker was asked for counters";
+  EXPECT_EQ(counters_log.find("\"profile_only\": false"), std::string::npos) << counters_log;
+  EXPECT_NE(counters_log.find("\"tier\": \"default\""), std::string::npos) << counters_log;
+  // Counters stored with the full stage's evaluations, never the screen's.
+  EXPECT_GT(d.scalar("SELECT count(*) FROM evaluations WHERE stage = 'full' AND counters_json LIKE "
+                     "'%dram__throughput%'"),
+            0);
+  EXPECT_EQ(
+      d.scalar("SELECT count(*) FROM evaluations WHERE stage = 'screen' AND counters_json LIKE "
+               "'%dram__throughput%'"),
+      0);
+  d.signal(SIGTERM);
+  ASSERT_TRUE(d.wait_exit(10s).has_value());
+}

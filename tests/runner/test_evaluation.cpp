@@ -36,7 +36,7 @@ harness::gpu_peaks h200() {
 
 subject_result ok_result(double median_ns, double max_abs = 0.0, double rsd = 0.004) {
   subject_result r;
-  r.status = "ok";
+  r.status = kopt::protocol::outcome::ok;
   r.detail = {{"status", "ok"},
               {"timing", {{"median_ns", median_ns}, {"rsd", rsd}, {"q1_ns", median_ns * 0.99},
                           {"q3_ns", median_ns * 1.01}, {"samples", 123}, {"stop_reason", "converged"}}},
@@ -47,7 +47,7 @@ subject_result ok_result(double median_ns, double max_abs = 0.0, double rsd = 0.
 
 subject_result failed(const std::string& status, const std::string& message) {
   subject_result r;
-  r.status = status;
+  r.status = *kopt::protocol::parse_outcome(status);
   r.message = message;
   r.detail = {{"status", status}, {"message", message}};
   return r;
@@ -89,10 +89,10 @@ TEST(Summarize, WeightedSolAndGeomeanSpeedup) {
   EXPECT_EQ(s.role, "candidate");
   ASSERT_EQ(s.rows.size(), 4u);
   EXPECT_EQ(s.ok, 3u);
-  EXPECT_EQ(s.overall_status, "incorrect");
+  EXPECT_EQ(s.overall_status, kopt::protocol::outcome::incorrect);
 
   const auto& a = row(s, "n1000");
-  EXPECT_EQ(a.status, "ok");
+  EXPECT_EQ(a.status, kopt::protocol::outcome::ok);
   EXPECT_DOUBLE_EQ(a.weight, 0.1);
   EXPECT_DOUBLE_EQ(a.median_ns, 5000);
   EXPECT_DOUBLE_EQ(a.max_abs_err, 1e-7);
@@ -115,7 +115,7 @@ TEST(Summarize, WeightedSolAndGeomeanSpeedup) {
   EXPECT_DOUBLE_EQ(*row(s, "n1m").speedup_vs_baseline, 1.5);
 
   const auto& d = row(s, "n16m");
-  EXPECT_EQ(d.status, "incorrect");
+  EXPECT_EQ(d.status, kopt::protocol::outcome::incorrect);
   EXPECT_EQ(d.message, "output differs from the reference (seed 0)");
   EXPECT_FALSE(d.sol_fraction.has_value());
   EXPECT_FALSE(d.speedup_vs_baseline.has_value());
@@ -147,14 +147,14 @@ TEST(Summarize, FasterThanSpeedOfLightIsRejected) {
   rep.results["n16m"]["candidate"] = ok_result(10000);
   const auto s = summarize(vector_add(), rep, "candidate", h200());
   const auto& d = row(s, "n16m");
-  EXPECT_EQ(d.status, "rejected_integrity");
+  EXPECT_EQ(d.status, kopt::protocol::outcome::rejected_integrity);
   EXPECT_NE(d.message.find("faster than the speed of light"), std::string::npos) << d.message;
   ASSERT_TRUE(d.sol_fraction.has_value());
   EXPECT_NEAR(*d.sol_fraction, t_sol_ns(16777216) / 10000, 1e-9);
   EXPECT_EQ(d.sol.at("impossible"), true);
   EXPECT_FALSE(d.speedup_vs_baseline.has_value());
   EXPECT_EQ(s.ok, 3u);
-  EXPECT_EQ(s.overall_status, "rejected_integrity");
+  EXPECT_EQ(s.overall_status, kopt::protocol::outcome::rejected_integrity);
   // It does not count towards the SOL figure (a fraction of 4.2 would
   // otherwise dominate it) nor towards the speedup.
   const double want_sol = 0.1 * t_sol_ns(1000) / 5000 + 0.3 * t_sol_ns(65536) / 20000 +
@@ -165,8 +165,8 @@ TEST(Summarize, FasterThanSpeedOfLightIsRejected) {
   // Just under SOL (within the timer tolerance) stays ok.
   rep.results["n16m"]["candidate"] = ok_result(t_sol_ns(16777216) / 1.01);
   const auto s2 = summarize(vector_add(), rep, "candidate", h200());
-  EXPECT_EQ(row(s2, "n16m").status, "ok");
-  EXPECT_EQ(s2.overall_status, "ok");
+  EXPECT_EQ(row(s2, "n16m").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(s2.overall_status, kopt::protocol::outcome::ok);
   EXPECT_EQ(s2.ok, 4u);
 }
 
@@ -179,7 +179,8 @@ TEST(Summarize, WithoutPeaksNoSol) {
   // Even a very fast time cannot be judged impossible.
   auto rep = base_report();
   rep.results["n16m"]["candidate"] = ok_result(10);
-  EXPECT_EQ(row(summarize(vector_add(), rep, "candidate", std::nullopt), "n16m").status, "ok");
+  EXPECT_EQ(row(summarize(vector_add(), rep, "candidate", std::nullopt), "n16m").status,
+            kopt::protocol::outcome::ok);
 }
 
 TEST(Summarize, MissingResultsAreNotRun) {
@@ -187,14 +188,14 @@ TEST(Summarize, MissingResultsAreNotRun) {
   rep.results["n1000"]["candidate"] = ok_result(5000);
   rep.results["n1m"]["baseline"] = ok_result(5000);  // another role only
   const auto s = summarize(vector_add(), rep, "candidate", h200());
-  EXPECT_EQ(row(s, "n1000").status, "ok");
-  EXPECT_EQ(row(s, "n65536").status, "not_run");
-  EXPECT_EQ(row(s, "n1m").status, "not_run");
+  EXPECT_EQ(row(s, "n1000").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(row(s, "n65536").status, kopt::protocol::outcome::not_run);
+  EXPECT_EQ(row(s, "n1m").status, kopt::protocol::outcome::not_run);
   EXPECT_EQ(s.ok, 1u);
   // "not_run" rows count 0 in the weighted SOL.
   EXPECT_NEAR(s.weighted_sol_fraction, 0.1 * t_sol_ns(1000) / 5000, 1e-12);
   EXPECT_FALSE(s.weighted_speedup_vs_baseline.has_value());
-  EXPECT_NE(s.overall_status, "ok");
+  EXPECT_NE(s.overall_status, kopt::protocol::outcome::ok);
 }
 
 TEST(Summarize, RestrictedToRequestedWorkloads) {
@@ -203,7 +204,7 @@ TEST(Summarize, RestrictedToRequestedWorkloads) {
   rep.results["n1000"]["candidate"] = ok_result(5000);
   const auto s = summarize(vector_add(), rep, "candidate", h200(), {"n1000"});
   ASSERT_EQ(s.rows.size(), 1u);
-  EXPECT_EQ(s.overall_status, "ok");
+  EXPECT_EQ(s.overall_status, kopt::protocol::outcome::ok);
   EXPECT_EQ(s.ok, 1u);
   // The weighted fraction is over the requested workload alone.
   EXPECT_NEAR(s.weighted_sol_fraction, *row(s, "n1000").sol_fraction, 1e-12);
@@ -212,7 +213,7 @@ TEST(Summarize, RestrictedToRequestedWorkloads) {
 TEST(Summarize, BaselineSummaryHasNoSelfSpeedup) {
   const auto s = summarize(vector_add(), base_report(), "baseline", h200());
   EXPECT_EQ(s.ok, 4u);
-  EXPECT_EQ(s.overall_status, "ok");
+  EXPECT_EQ(s.overall_status, kopt::protocol::outcome::ok);
   EXPECT_FALSE(s.weighted_speedup_vs_baseline.has_value());
   ASSERT_TRUE(s.weighted_speedup_vs_reference.has_value());
   EXPECT_FALSE(row(s, "n1000").speedup_vs_baseline.has_value());

@@ -58,17 +58,17 @@ if MODE == "silent":
     time.sleep(60)
     sys.exit(0)
 if MODE == "hello_fail":
-    emit({"type": "hello", "protocol": 1, "ok": False, "error": "no CUDA device: the driver is not loaded"})
+    emit({"type": "hello", "protocol": @PROTOCOL@, "ok": False, "error": "no CUDA device: the driver is not loaded"})
     sys.exit(77)
 if MODE == "bad_protocol":
-    emit({"type": "hello", "protocol": 2, "ok": True, "device": {"name": "Fake GPU"}})
+    emit({"type": "hello", "protocol": @OTHER_PROTOCOL@, "ok": True, "device": {"name": "Fake GPU"}})
     time.sleep(60)
     sys.exit(0)
 if MODE == "noise":
     sys.stdout.write("some library printed this\n\n")
     sys.stdout.flush()
 
-emit({"type": "hello", "protocol": 1, "ok": True, "device": {"name": "Fake GPU", "arch": "sm_90a"},
+emit({"type": "hello", "protocol": @PROTOCOL@, "ok": True, "device": {"name": "Fake GPU", "arch": "sm_90a"},
       "worker_version": "fake"})
 
 while True:
@@ -96,6 +96,17 @@ while True:
         continue
     if MODE == "reject":
         emit({"type": "error", "id": rid, "message": "operator snapshot does not validate"})
+        continue
+    if MODE == "internal_error":
+        emit({"type": "error", "id": rid, "code": "internal", "message": "cudaMalloc: out of memory"})
+        continue
+    if MODE in ("bad_metric", "no_counters") and "--profile-only" in sys.argv:
+        if MODE == "bad_metric":
+            emit({"type": "error", "id": rid, "code": "unknown_metric",
+                  "message": "CUPTI does not know this metric on chip GH100: dram__byts.sum"})
+        else:
+            emit({"type": "error", "id": rid, "code": "counters_unavailable",
+                  "message": "hardware counters unavailable: ERR_NVGPUCTRPERM"})
         continue
     roles = [s["role"] for s in req.get("subjects", [])]
     if MODE == "stale":
@@ -142,6 +153,8 @@ class FakeWorker : public ::testing::Test {
         text.replace(pos, key.size(), value);
     };
     sub("@MODE@", mode);
+    sub("@PROTOCOL@", std::to_string(kopt::protocol::version));
+    sub("@OTHER_PROTOCOL@", std::to_string(kopt::protocol::version + 1));
     sub("@DIR@", dir_.path().string());
     const auto exe = dir_ / ("fake-worker-" + mode);
     kopt::test::write_text(exe, text, true);
@@ -179,6 +192,13 @@ class FakeWorker : public ::testing::Test {
             {"workloads", workloads}};
   }
 
+  // A request written as JSON, read through the protocol.
+  static kopt::protocol::evaluate_request typed(json req) {
+    req["type"] = "evaluate";
+    req["protocol"] = kopt::protocol::version;
+    return std::get<kopt::protocol::evaluate_request>(kopt::protocol::parse_request(req));
+  }
+
   static std::vector<std::string> roles_of(const json& req) {
     std::vector<std::string> r;
     for (const auto& s : req.at("subjects")) r.push_back(s.at("role").get<std::string>());
@@ -197,8 +217,9 @@ TEST_F(FakeWorker, HelloAndShutdown) {
   {
     worker_client c(o);
     const auto& hello = c.start();
-    EXPECT_EQ(hello.at("device").at("name"), "Fake GPU");
-    EXPECT_EQ(hello.at("protocol"), 1);
+    EXPECT_EQ(hello.device.at("name"), "Fake GPU");
+    EXPECT_EQ(hello.protocol, kopt::protocol::version);
+    EXPECT_EQ(hello.worker_version, "fake");
     // A second start() reuses the running worker.
     c.start();
     c.stop();
@@ -214,7 +235,9 @@ TEST_F(FakeWorker, HelloAndShutdown) {
 TEST_F(FakeWorker, NormalEvaluation) {
   worker_client c(options("normal"));
   std::vector<std::string> seen;
-  const auto rep = c.evaluate(request(), [&](const json& m) { seen.push_back(m.value("type", "")); });
+  const auto rep = c.evaluate(request(), [&](const kopt::protocol::message& m) {
+    seen.push_back(json(m).value("type", ""));
+  });
   EXPECT_EQ(rep.restarts, 0);
   EXPECT_TRUE(rep.events.empty());
   EXPECT_EQ(rep.device.at("name"), "Fake GPU");
@@ -222,8 +245,8 @@ TEST_F(FakeWorker, NormalEvaluation) {
   EXPECT_TRUE(rep.compiled.count("reference"));
   for (const char* w : {"w1", "w2", "w3"}) {
     ASSERT_TRUE(rep.results.count(w)) << w;
-    EXPECT_EQ(rep.results.at(w).at("candidate").status, "ok") << w;
-    EXPECT_EQ(rep.results.at(w).at("baseline").status, "ok") << w;
+    EXPECT_EQ(rep.results.at(w).at("candidate").status, kopt::protocol::outcome::ok) << w;
+    EXPECT_EQ(rep.results.at(w).at("baseline").status, kopt::protocol::outcome::ok) << w;
     EXPECT_DOUBLE_EQ(rep.results.at(w).at("candidate").detail.at("timing").at("median_ns").get<double>(), 1002.0);
   }
   EXPECT_EQ(seen.front(), "compiled");
@@ -231,6 +254,7 @@ TEST_F(FakeWorker, NormalEvaluation) {
   const auto reqs = evaluate_requests();
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].at("type"), "evaluate");
+  EXPECT_EQ(reqs[0].at("protocol"), kopt::protocol::version);
   EXPECT_TRUE(reqs[0].contains("id"));
   EXPECT_EQ(reqs[0].at("operator").at("name"), "fake_op");
   // A second evaluation on the same worker gets a new id.
@@ -264,13 +288,14 @@ TEST_F(FakeWorker, CandidateCrashRestartsWithoutItAndOnlyTheRest) {
 
   // Results: the candidate ran w1, crashed on w2 and is not run on w3; the
   // baseline has all three.
-  EXPECT_EQ(rep.results.at("w1").at("candidate").status, "ok");
-  EXPECT_EQ(rep.results.at("w2").at("candidate").status, "crashed");
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(rep.results.at("w2").at("candidate").status, kopt::protocol::outcome::crashed);
   EXPECT_EQ(rep.results.at("w2").at("candidate").message, "an illegal memory access was encountered");
-  EXPECT_EQ(rep.results.at("w3").at("candidate").status, "crashed");
+  EXPECT_EQ(rep.results.at("w3").at("candidate").status, kopt::protocol::outcome::crashed);
   EXPECT_NE(rep.results.at("w3").at("candidate").message.find("not run"), std::string::npos)
       << rep.results.at("w3").at("candidate").message;
-  for (const char* w : {"w1", "w2", "w3"}) EXPECT_EQ(rep.results.at(w).at("baseline").status, "ok") << w;
+  for (const char* w : {"w1", "w2", "w3"})
+    EXPECT_EQ(rep.results.at(w).at("baseline").status, kopt::protocol::outcome::ok) << w;
 }
 
 TEST_F(FakeWorker, SilentDeathIsChargedToTheWorkloadForEveryone) {
@@ -281,7 +306,7 @@ TEST_F(FakeWorker, SilentDeathIsChargedToTheWorkloadForEveryone) {
   // reference, and the rest (w3) is resent with all subjects.
   for (const char* role : {"candidate", "baseline", "reference"}) {
     ASSERT_TRUE(rep.results.at("w2").count(role)) << role;
-    EXPECT_EQ(rep.results.at("w2").at(role).status, "crashed") << role;
+    EXPECT_EQ(rep.results.at("w2").at(role).status, kopt::protocol::outcome::crashed) << role;
   }
   const auto& msg = rep.results.at("w2").at("candidate").message;
   EXPECT_NE(msg.find("signal 11"), std::string::npos) << msg;
@@ -290,9 +315,9 @@ TEST_F(FakeWorker, SilentDeathIsChargedToTheWorkloadForEveryone) {
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(roles_of(reqs[1]), (std::vector<std::string>{"candidate", "baseline"}));
   EXPECT_EQ(reqs[1].at("workloads"), json::array({"w3"}));
-  EXPECT_EQ(rep.results.at("w1").at("candidate").status, "ok");
-  EXPECT_EQ(rep.results.at("w3").at("candidate").status, "ok");
-  EXPECT_EQ(rep.results.at("w3").at("baseline").status, "ok");
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(rep.results.at("w3").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(rep.results.at("w3").at("baseline").status, kopt::protocol::outcome::ok);
 }
 
 TEST_F(FakeWorker, SilenceTimeout) {
@@ -309,14 +334,14 @@ TEST_F(FakeWorker, SilenceTimeout) {
   EXPECT_NE(rep.events[0].find("silent"), std::string::npos) << rep.events[0];
   // The hang happened in w1 (after workload_begin): timeout for everyone there.
   ASSERT_TRUE(rep.results.count("w1"));
-  EXPECT_EQ(rep.results.at("w1").at("candidate").status, "timeout");
-  EXPECT_EQ(rep.results.at("w1").at("baseline").status, "timeout");
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::timeout);
+  EXPECT_EQ(rep.results.at("w1").at("baseline").status, kopt::protocol::outcome::timeout);
   // The restarted worker (which does not hang) did the rest.
   const auto reqs = evaluate_requests();
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(reqs[1].at("workloads"), json::array({"w2", "w3"}));
-  EXPECT_EQ(rep.results.at("w2").at("candidate").status, "ok");
-  EXPECT_EQ(rep.results.at("w3").at("baseline").status, "ok");
+  EXPECT_EQ(rep.results.at("w2").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(rep.results.at("w3").at("baseline").status, kopt::protocol::outcome::ok);
 }
 
 TEST_F(FakeWorker, GivesUpAfterMaxRestarts) {
@@ -328,7 +353,7 @@ TEST_F(FakeWorker, GivesUpAfterMaxRestarts) {
   req["subjects"] = json::array({{{"role", "candidate"}, {"candidate", {{"source", "cand"}}}}});
   const auto rep = c.evaluate(req);
   EXPECT_EQ(rep.restarts, 1);
-  EXPECT_EQ(rep.results.at("w2").at("candidate").status, "crashed");
+  EXPECT_EQ(rep.results.at("w2").at("candidate").status, kopt::protocol::outcome::crashed);
   EXPECT_EQ(evaluate_requests().size(), 1u);
 }
 
@@ -360,17 +385,18 @@ TEST_F(FakeWorker, ProtocolMismatchThrows) {
   worker_client c(options("bad_protocol"));
   try {
     c.start();
-    FAIL() << "start() accepted protocol 2";
+    FAIL() << "start() accepted another protocol version";
   } catch (const kopt::error& e) {
-    EXPECT_NE(std::string(e.what()).find("protocol 2"), std::string::npos) << e.what();
+    const std::string theirs = "speaks protocol " + std::to_string(kopt::protocol::version + 1);
+    EXPECT_NE(std::string(e.what()).find(theirs), std::string::npos) << e.what();
   }
 }
 
 TEST_F(FakeWorker, NonProtocolOutputIsSkipped) {
   worker_client c(options("noise"));
-  EXPECT_EQ(c.start().at("device").at("name"), "Fake GPU");
+  EXPECT_EQ(c.start().device.at("name"), "Fake GPU");
   const auto rep = c.evaluate(request({"w1"}));
-  EXPECT_EQ(rep.results.at("w1").at("candidate").status, "ok");
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::ok);
 }
 
 TEST_F(FakeWorker, RejectedRequestThrows) {
@@ -378,16 +404,25 @@ TEST_F(FakeWorker, RejectedRequestThrows) {
   try {
     (void)c.evaluate(request());
     FAIL() << "an error answer was not raised";
-  } catch (const kopt::error& e) {
+  } catch (const request_rejected& e) {
+    // An error without a code (an older evaluator path) reads as a refusal.
+    EXPECT_EQ(e.code(), kopt::protocol::error_code::rejected);
     EXPECT_NE(std::string(e.what()).find("operator snapshot does not validate"), std::string::npos) << e.what();
+  }
+  worker_client c2(options("internal_error"));
+  try {
+    (void)c2.evaluate(request());
+    FAIL() << "an error answer was not raised";
+  } catch (const request_rejected& e) {
+    EXPECT_EQ(e.code(), kopt::protocol::error_code::internal);
   }
 }
 
 TEST_F(FakeWorker, StaleMessagesAreIgnored) {
   worker_client c(options("stale"));
   const auto rep = c.evaluate(request());
-  EXPECT_EQ(rep.results.at("w1").at("candidate").status, "ok");
-  EXPECT_EQ(rep.results.at("w1").at("baseline").status, "ok");
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_EQ(rep.results.at("w1").at("baseline").status, kopt::protocol::outcome::ok);
 }
 
 TEST_F(FakeWorker, EvaluateNeedsWorkloads) {
@@ -399,28 +434,28 @@ TEST_F(FakeWorker, EvaluateNeedsWorkloads) {
 
 TEST_F(FakeWorker, CallMatchesTheAnswerById) {
   worker_client c(options("normal"));
-  const auto a = c.call({{"type", "ping"}}, 10s);
-  EXPECT_EQ(a.at("type"), "pong");
-  EXPECT_EQ(a.at("starts"), 1);
-  const auto b = c.call({{"type", "ping"}}, 10s);
-  EXPECT_NE(a.at("id"), b.at("id"));
+  const auto a = c.call(kopt::protocol::ping_request{}, 10s);
+  ASSERT_TRUE(std::holds_alternative<kopt::protocol::pong>(a)) << json(a).dump();
+  const auto b = c.call(kopt::protocol::ping_request{}, 10s);
+  EXPECT_NE(kopt::protocol::answer_id(a), kopt::protocol::answer_id(b));
+  EXPECT_EQ(log_lines("starts.log").size(), 1u);  // one worker answered both
   const auto reqs = log_lines("requests.log");
   ASSERT_EQ(reqs.size(), 2u);
-  EXPECT_EQ(reqs[0].at("id"), a.at("id"));
+  EXPECT_EQ(reqs[0].at("id"), kopt::protocol::answer_id(a));
 }
 
 TEST_F(FakeWorker, CallOnMuteWorkerTimesOut) {
   worker_client c(options("mute"));  // says hello, then never answers
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    (void)c.call({{"type", "ping"}}, 1s);
+    (void)c.call(kopt::protocol::ping_request{}, 1s);
     FAIL() << "call() returned without an answer";
   } catch (const kopt::error& e) {
     EXPECT_NE(std::string(e.what()).find("silent"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
   // The next call starts a fresh worker.
-  EXPECT_THROW((void)c.call({{"type", "ping"}}, 1s), kopt::error);
+  EXPECT_THROW((void)c.call(kopt::protocol::ping_request{}, 1s), kopt::error);
   EXPECT_EQ(log_lines("starts.log").size(), 2u);
 }
 
@@ -463,7 +498,8 @@ TEST_F(FakeWorker, ClockLostRestartsAndMeasuresTheWorkloadAgainWithEverySubject)
   EXPECT_EQ(roles_of(reqs[1]), (std::vector<std::string>{"candidate", "baseline"}));
   EXPECT_EQ(reqs[1].at("workloads"), json::array({"w2", "w3"}));
   for (const char* w : {"w1", "w2", "w3"})
-    for (const char* r : {"candidate", "baseline"}) EXPECT_EQ(rep.results.at(w).at(r).status, "ok") << w << " " << r;
+    for (const char* r : {"candidate", "baseline"})
+      EXPECT_EQ(rep.results.at(w).at(r).status, kopt::protocol::outcome::ok) << w << " " << r;
 }
 
 TEST_F(FakeWorker, CountersComeFromASeparateProfileOnlyWorker) {
@@ -472,11 +508,11 @@ TEST_F(FakeWorker, CountersComeFromASeparateProfileOnlyWorker) {
   worker_client profiler(profiler_options(o));
   json req = request({"w1", "w2"});
   req["settings"] = {{"seeds", 3}, {"counters", "default"}};
-  const auto rep = evaluate_with_counters(timing, &profiler, req);
+  const auto rep = evaluate_with_counters(timing, &profiler, typed(req));
   for (const char* w : {"w1", "w2"})
     for (const char* r : {"candidate", "baseline"}) {
       const auto& res = rep.results.at(w).at(r);
-      EXPECT_EQ(res.status, "ok");
+      EXPECT_EQ(res.status, kopt::protocol::outcome::ok);
       EXPECT_TRUE(res.detail.contains("timing")) << "timing comes from the timing worker";
       ASSERT_TRUE(res.detail.contains("counters")) << w << " " << r;
       EXPECT_EQ(res.detail.at("counters").at("metrics").at("dram__bytes_read.sum"), 42.0);
@@ -488,7 +524,8 @@ TEST_F(FakeWorker, CountersComeFromASeparateProfileOnlyWorker) {
   ASSERT_EQ(starts.size(), 2u);
   const auto reqs = evaluate_requests();
   ASSERT_EQ(reqs.size(), 2u);
-  EXPECT_FALSE(reqs[0].at("settings").contains("counters"));
+  EXPECT_EQ(reqs[0].at("settings").at("counters"), "none");
+  EXPECT_TRUE(reqs[0].at("settings").at("metrics").empty());
   EXPECT_EQ(reqs[0].at("settings").at("seeds"), 3);
   EXPECT_EQ(reqs[1].at("settings").at("counters"), "default");
   EXPECT_EQ(reqs[1].at("settings").at("seeds"), 1);
@@ -501,6 +538,30 @@ TEST_F(FakeWorker, CountersComeFromASeparateProfileOnlyWorker) {
   json plain = request({"w1"});
   worker_client t2(options("profile"));
   worker_client p2(profiler_options(options("profile")));
-  const auto rep2 = evaluate_with_counters(t2, &p2, plain);
+  const auto rep2 = evaluate_with_counters(t2, &p2, typed(plain));
   EXPECT_FALSE(rep2.results.at("w1").at("candidate").detail.contains("counters"));
+}
+
+TEST_F(FakeWorker, AnUnknownMetricIsTheCallersErrorAMissingProfilerIsAnEvent) {
+  json req = request({"w1"});
+  req["settings"] = {{"metrics", {"dram__byts.sum"}}};
+  {
+    worker_client timing(options("bad_metric"));
+    worker_client profiler(profiler_options(options("bad_metric")));
+    try {
+      (void)evaluate_with_counters(timing, &profiler, typed(req));
+      FAIL() << "an unknown metric did not fail the request";
+    } catch (const request_rejected& e) {
+      EXPECT_EQ(e.code(), kopt::protocol::error_code::unknown_metric);
+      EXPECT_NE(std::string(e.what()).find("dram__byts.sum"), std::string::npos) << e.what();
+    }
+  }
+  worker_client timing(options("no_counters"));
+  worker_client profiler(profiler_options(options("no_counters")));
+  const auto rep = evaluate_with_counters(timing, &profiler, typed(req));
+  EXPECT_EQ(rep.results.at("w1").at("candidate").status, kopt::protocol::outcome::ok);
+  EXPECT_TRUE(rep.results.at("w1").at("candidate").detail.contains("timing"));
+  ASSERT_EQ(rep.events.size(), 1u);
+  EXPECT_NE(rep.events[0].find("counters failed"), std::string::npos) << rep.events[0];
+  EXPECT_NE(rep.events[0].find("ERR_NVGPUCTRPERM"), std::string::npos) << rep.events[0];
 }

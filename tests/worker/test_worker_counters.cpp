@@ -111,7 +111,7 @@ TEST_F(WorkerCounters, CopyKernelDramBytesMatchWhatItMoves) {
       {"132 * 16"}, {256}, {{{"tensor", "x"}}, {{"tensor", "out"}}, {{"int", "n / 4"}, {"type", "int64"}}});
   const auto rep = run(op, json::array({{{"role", "candidate"}, {"candidate", cand}}}));
   const auto& r = rep.results.at("g1").at("candidate");
-  ASSERT_EQ(r.status, "ok") << r.message;
+  ASSERT_EQ(r.status, kopt::protocol::outcome::ok) << r.message;
   const json c = r.detail.at("counters");
   ASSERT_FALSE(c.contains("error")) << c.dump(2);
   EXPECT_EQ(c.value("mode", ""), "kernel_replay");
@@ -154,7 +154,7 @@ TEST_F(WorkerCounters, FmaLoopInstructionCountIsExactAndComputeBound) {
       {{{"tensor", "x"}}, {{"tensor", "out"}}, {{"int", "n"}, {"type", "int64"}}, {{"int", std::to_string(iters)}, {"type", "int32"}}});
   const auto rep = run(op, json::array({{{"role", "candidate"}, {"candidate", cand}}}));
   const auto& r = rep.results.at("f1").at("candidate");
-  ASSERT_EQ(r.status, "ok") << r.message;
+  ASSERT_EQ(r.status, kopt::protocol::outcome::ok) << r.message;
   const json c = r.detail.at("counters");
   ASSERT_FALSE(c.contains("error")) << c.dump(2);
   const double ffma = c.at("metrics").at("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum").get<double>();
@@ -179,7 +179,7 @@ TEST_F(WorkerCounters, OneBlockKernelIsLatencyOrOccupancyLimited) {
       {1}, {32}, {{{"tensor", "x"}}, {{"tensor", "out"}}, {{"int", "n"}, {"type", "int64"}}});
   const auto rep = run(op, json::array({{{"role", "candidate"}, {"candidate", cand}}}));
   const auto& r = rep.results.at("o1").at("candidate");
-  ASSERT_EQ(r.status, "ok") << r.message;
+  ASSERT_EQ(r.status, kopt::protocol::outcome::ok) << r.message;
   const auto w = row(op, rep);
   std::cout << fmt::format("one block: {:.1f} us; diagnosis: {}\n", w.median_ns / 1e3, w.diagnosis.dump());
   EXPECT_TRUE(has_finding(w.diagnosis, "latency-bound") || has_finding(w.diagnosis, "occupancy-limited"))
@@ -205,7 +205,7 @@ TEST_F(WorkerCounters, MultiKernelPlanIsProfiledWithUserReplayWithoutCorruptingO
   const json sop = snapshot(op);
   const auto rep = run(sop, json::array({{{"role", "candidate"}, {"candidate", cand}}}));
   const auto& r = rep.results.at("t1").at("candidate");
-  ASSERT_EQ(r.status, "ok") << r.message;
+  ASSERT_EQ(r.status, kopt::protocol::outcome::ok) << r.message;
   const json c = r.detail.at("counters");
   ASSERT_FALSE(c.contains("error")) << c.dump(2);
   EXPECT_EQ(c.value("mode", ""), "user_replay");

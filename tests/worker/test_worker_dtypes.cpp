@@ -82,8 +82,10 @@ TEST(WorkerDtypes, CorrectKernelsPassAndWrongOnesFailOnEveryDtype) {
     for (const auto& w : {"r3", "r4099"}) {
       SCOPED_TRACE(w);
       const auto& res = rep.results.at(w);
-      EXPECT_EQ(res.at("good").status, "ok") << res.at("good").message << res.at("good").detail.dump();
-      ASSERT_EQ(res.at("misses_last").status, "incorrect") << res.at("misses_last").message;
+      EXPECT_EQ(res.at("good").status, kopt::protocol::outcome::ok)
+          << res.at("good").message << res.at("good").detail.dump();
+      ASSERT_EQ(res.at("misses_last").status, kopt::protocol::outcome::incorrect)
+          << res.at("misses_last").message;
       // The missed element is reported with its index.
       const auto& first = res.at("misses_last").detail.at("correctness").at(0).at("outputs").at("out").at("first_failures");
       ASSERT_FALSE(first.empty());

@@ -140,7 +140,7 @@ TEST_F(WorkerIntegrity, EveryCheatIsCaughtWithItsStatus) {
   auto status = [&](const std::string& w, const std::string& role) {
     auto it = rep.results.find(w);
     if (it == rep.results.end() || !it->second.count(role)) return std::string("<missing>");
-    return it->second.at(role).status;
+    return std::string(kopt::protocol::to_string(it->second.at(role).status));
   };
   auto message = [&](const std::string& w, const std::string& role) {
     return rep.results.count(w) && rep.results.at(w).count(role) ? rep.results.at(w).at(role).message : "";
@@ -192,7 +192,8 @@ TEST_F(WorkerIntegrity, DamageIsNotBlamedOnTheNextSubject) {
   auto result = [&](const std::string& w, const std::string& role) {
     auto it = rep.results.find(w);
     if (it == rep.results.end() || !it->second.count(role)) return std::pair<std::string, std::string>{"<missing>", ""};
-    return std::pair{it->second.at(role).status, it->second.at(role).message};
+    return std::pair{std::string(kopt::protocol::to_string(it->second.at(role).status)),
+                     it->second.at(role).message};
   };
   for (const auto& w : {"odd", "m2"}) {
     SCOPED_TRACE(w);
@@ -221,7 +222,7 @@ TEST_F(WorkerIntegrity, FasterThanSpeedOfLightIsRejected) {
   ASSERT_EQ(s.rows.size(), 2u);
   for (const auto& r : s.rows)
     if (r.workload == "m2") {
-      EXPECT_EQ(r.status, "rejected_integrity");
+      EXPECT_EQ(r.status, kopt::protocol::outcome::rejected_integrity);
       EXPECT_NE(r.message.find("faster than the speed of light"), std::string::npos);
     }
 }
@@ -247,8 +248,8 @@ TEST_F(WorkerIntegrity, L2ResidencyHintsGainNothingAcrossTheFlush) {
                                {{"role", "evict_last"}, {"candidate", candidate(sticky)}}});
   const auto rep = run(op, subjects, {"m2"});
   const auto& r = rep.results.at("m2");
-  ASSERT_EQ(r.at("plain").status, "ok") << r.at("plain").message;
-  ASSERT_EQ(r.at("evict_last").status, "ok") << r.at("evict_last").message;
+  ASSERT_EQ(r.at("plain").status, kopt::protocol::outcome::ok) << r.at("plain").message;
+  ASSERT_EQ(r.at("evict_last").status, kopt::protocol::outcome::ok) << r.at("evict_last").message;
   const double plain_ns = r.at("plain").detail.at("timing").at("median_ns").get<double>();
   const double sticky_ns = r.at("evict_last").detail.at("timing").at("median_ns").get<double>();
   std::cout << fmt::format("plain {:.2f} us, evict_last {:.2f} us\n", plain_ns / 1e3, sticky_ns / 1e3);
@@ -268,9 +269,9 @@ TEST_F(WorkerIntegrity, TheClockIsRecordedAndTheKernelKindIncludesTheLaunch) {
   const auto& a = serial.results.at("m2").at("plain");
   const auto& b = concurrent.results.at("m2").at("plain");
   const auto& c = again.results.at("m2").at("plain");
-  ASSERT_EQ(a.status, "ok") << a.message;
-  ASSERT_EQ(b.status, "ok") << b.message;
-  ASSERT_EQ(c.status, "ok") << c.message;
+  ASSERT_EQ(a.status, kopt::protocol::outcome::ok) << a.message;
+  ASSERT_EQ(b.status, kopt::protocol::outcome::ok) << b.message;
+  ASSERT_EQ(c.status, kopt::protocol::outcome::ok) << c.message;
   EXPECT_EQ(a.detail.at("timing").at("clock"), "kernel");
   EXPECT_EQ(b.detail.at("timing").at("clock"), "concurrent_kernel");
   EXPECT_EQ(c.detail.at("timing").at("clock"), "kernel");

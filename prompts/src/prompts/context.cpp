@@ -186,8 +186,12 @@ json build_context(const prompt_inputs& in) {
   json axes = json::array();
   for (const auto& a : op.axes) {
     axes.push_back({{"name", a.name},
-                    {"kind", a.is_const ? "const" : "var"},
-                    {"value", a.is_const ? std::to_string(a.value) : std::string("per workload")},
+                    {"kind", a.is_const    ? "const"
+                             : a.is_expr() ? "expr"
+                                           : "var"},
+                    {"value", a.is_const    ? std::to_string(a.value)
+                              : a.is_expr() ? "= " + a.expression
+                                            : std::string("per workload")},
                     {"description", a.description}});
   }
   json scalars = json::array();
@@ -221,7 +225,8 @@ json build_context(const prompt_inputs& in) {
     }
     json wj{{"id", w.id},
             {"axes", join(axis_text, ", ")},
-            {"weight", fixed(2, total_weight > 0 ? w.weight / total_weight : 0.0)},
+            // Significant digits: with many workloads most shares are < 0.005.
+            {"weight", significant(total_weight > 0 ? w.weight / total_weight : 0.0, 3)},
             {"description", w.description},
             {"t_sol_us", "?"},
             {"bound", "?"}};
@@ -247,6 +252,7 @@ json build_context(const prompt_inputs& in) {
                   {"description", op.description},
                   {"tags", join(op.tags, ", ")},
                   {"axes", axes},
+                  {"constraints", op.constraints},
                   {"scalars", scalars},
                   {"inputs", inputs},
                   {"outputs", outputs},
@@ -299,7 +305,7 @@ json build_context(const prompt_inputs& in) {
     const config::workload* w = op.find_workload(m.workload);
     const double weight = w != nullptr && total_weight > 0 ? w->weight / total_weight : 0.0;
     json r{{"workload", m.workload},
-           {"weight", fixed(2, weight)},
+           {"weight", significant(weight, 3)},
            {"status", m.status},
            {"median_us", m.median_us ? fixed(2, *m.median_us) : "-"},
            {"sol", m.sol_fraction ? fixed(3, *m.sol_fraction) : "-"},

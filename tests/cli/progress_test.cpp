@@ -1,0 +1,149 @@
+// Progress of `kopt eval` and `kopt bench` as a user sees it: the command
+// runs on a pseudo-terminal (forkpty) against a stand-in worker
+// (fake_worker.py: correct, made-up times, a pause per workload), and the
+// test records when each piece of output arrives. Progress lines must come
+// while the evaluation runs, not all at the end; on a terminal they are
+// rewritten in place; through a pipe they are plain lines; --json adds
+// nothing.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using clk = std::chrono::steady_clock;
+
+struct chunk {
+  double t;  // seconds since start
+  std::string text;
+};
+
+struct pty_run {
+  int code = -1;
+  std::vector<chunk> chunks;
+  double end = 0;
+  std::string all() const {
+    std::string s;
+    for (const auto& c : chunks) s += c.text;
+    return s;
+  }
+  // When `needle` first appeared (-1: never).
+  double first(const std::string& needle) const {
+    std::string s;
+    for (const auto& c : chunks) {
+      s += c.text;
+      if (s.find(needle) != std::string::npos) return c.t;
+    }
+    return -1;
+  }
+};
+
+pty_run run_on_pty(const std::string& cmd) {
+  pty_run r;
+  int master = -1;
+  const auto t0 = clk::now();
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) return r;
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  char buf[4096];
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 30000) <= 0) break;
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child has exited
+    r.chunks.push_back({std::chrono::duration<double>(clk::now() - t0).count(),
+                        std::string(buf, static_cast<std::size_t>(n))});
+  }
+  r.end = std::chrono::duration<double>(clk::now() - t0).count();
+  int st = 0;
+  waitpid(pid, &st, 0);
+  close(master);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string q(const std::string& s) {
+  return "'" + s + "'";
+}
+
+class Progress : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kopt-progress-" + std::to_string(getpid()));
+    fs::create_directories(dir_ / "suite");
+    fs::copy_file(fs::path(KOPT_SOURCE_DIR) / "configs/examples/vector_add.json",
+                  dir_ / "suite/a.json", fs::copy_options::overwrite_existing);
+    fs::copy_file(fs::path(KOPT_SOURCE_DIR) / "configs/examples/vector_add.json",
+                  dir_ / "suite/b.json", fs::copy_options::overwrite_existing);
+    worker_ = fs::path(KOPT_SOURCE_DIR) / "tests/cli/fake_worker.py";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string kopt(const std::string& args) {
+    return "cd " + q(dir_.string()) + " && FAKE_WORKER_DELAY_S=0.4 " + q(KOPT_BIN) + " --db " +
+           q((dir_ / "k.db").string()) + " " + args + " --worker " + q(worker_.string()) +
+           " --no-store";
+  }
+  fs::path dir_, worker_;
+};
+
+TEST_F(Progress, EvalShowsEachWorkloadAsItFinishes) {
+  const auto r = run_on_pty(kopt(q((dir_ / "suite/a.json").string()).insert(0, "eval ")));
+  const std::string out = r.all();
+  ASSERT_NE(r.first("workload n1000 1/4 done"), -1) << out;
+  const double t1 = r.first("workload n1000 1/4 done"), t4 = r.first("workload n16m 4/4 done");
+  ASSERT_GT(t4, 0) << out;
+  // Arrived one by one (0.4 s apart), the first well before the end.
+  EXPECT_GT(t4 - t1, 0.8) << out;
+  EXPECT_GT(r.end - t1, 0.8);
+  EXPECT_NE(out.find("elapsed"), std::string::npos);
+  EXPECT_NE(out.find("left"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\033[K"), std::string::npos);  // rewritten in place on a terminal
+}
+
+TEST_F(Progress, BenchShowsEachOperatorAndWorkload) {
+  const auto r = run_on_pty(kopt("bench --suite " + q((dir_ / "suite").string())));
+  const std::string out = r.all();
+  const double a = r.first("[1/2] a (4 workloads)"), b = r.first("[2/2] b (4 workloads)");
+  ASSERT_GE(a, 0) << out;
+  ASSERT_GE(b, 0) << out;
+  EXPECT_GT(b - a, 1.2) << out;  // the second operator starts after the first's 4 workloads
+  EXPECT_NE(r.first("8/8 done"), -1) << out;
+}
+
+TEST_F(Progress, PlainLinesThroughAPipeAndNothingWithJson) {
+  const std::string err = (dir_ / "err.txt").string();
+  ASSERT_EQ(std::system((kopt(q((dir_ / "suite/a.json").string()).insert(0, "eval ")) +
+                         " >/dev/null 2>" + q(err))
+                            .c_str()) != -1,
+            true);
+  std::ifstream in(err);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("kopt: vector_add"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("workload n1m 3/4 done"), std::string::npos) << ss.str();
+  EXPECT_EQ(ss.str().find('\r'), std::string::npos);
+  const std::string err2 = (dir_ / "err2.txt").string();
+  std::system((kopt(q((dir_ / "suite/a.json").string()).insert(0, "eval ")) +
+               " --json >/dev/null 2>" + q(err2))
+                  .c_str());
+  std::ifstream in2(err2);
+  std::stringstream ss2;
+  ss2 << in2.rdbuf();
+  EXPECT_EQ(ss2.str().find("done  ("), std::string::npos) << ss2.str();
+}
+
+}  // namespace
