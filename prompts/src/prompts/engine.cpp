@@ -26,7 +26,10 @@ template_error::template_error(std::string template_name, int line, int column,
       message_(message) {}
 
 json rendered::to_json() const {
-  return json{{"text", text}, {"present_items", present_items}, {"dropped_items", dropped_items}};
+  return json{{"text", text},
+              {"present_items", present_items},
+              {"dropped_items", dropped_items},
+              {"cache_breaks", cache_breaks}};
 }
 
 namespace detail {
@@ -50,7 +53,7 @@ struct label_part {
 };
 
 struct node {
-  enum class kind { text, var, if_, for_, optional, include };
+  enum class kind { text, var, if_, for_, optional, include, cache_breakpoint };
   kind k = kind::text;
   position at;
   std::string text;  // text; for include: the template name
@@ -299,9 +302,16 @@ class parser {
             n->at = t.at;
             n->text = std::string(rest);
             sink().push_back(std::move(n));
+          } else if (word == "cache_breakpoint") {
+            if (!rest.empty()) fail(t, "'{% cache_breakpoint %}' takes no argument");
+            auto n = std::make_unique<node>();
+            n->k = node::kind::cache_breakpoint;
+            n->at = t.at;
+            sink().push_back(std::move(n));
           } else {
             fail(t, "unknown tag '" + std::string(word.substr(0, 40)) +
-                        "' (known: if, else, endif, for, endfor, optional, endoptional, include)");
+                        "' (known: if, else, endif, for, endfor, optional, endoptional, include, "
+                        "cache_breakpoint)");
           }
           break;
         }
@@ -522,6 +532,10 @@ struct renderer {
           }
           break;
         }
+        case node::kind::cache_breakpoint:
+          if (out.cache_breaks.empty() || out.cache_breaks.back() != out.text.size())
+            out.cache_breaks.push_back(out.text.size());
+          break;
         case node::kind::include: {
           const auto it = set.templates_.find(n.text);
           if (it == set.templates_.end()) {
