@@ -15,15 +15,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/render.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "config/operator.hpp"
 #include "prompts/context.hpp"
 #include "prompts/engine.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::cli {
 
@@ -44,25 +42,13 @@ struct prompt_options {
 };
 
 std::filesystem::path find_peak_table(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d != nullptr && *d != '\0')
-    tries.emplace_back(std::filesystem::path(d) / "hardware" / "gpus.json");
-  if (std::string_view(KOPT_SOURCE_DIR).size() > 0)
-    tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs" / "hardware" / "gpus.json");
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / ".." / "share" / "kopt" / "hardware" / "gpus.json");
-  } catch (const std::exception&) {
-    // No /proc/self/exe: the other locations only.
+  const std::string f = data::peaks_file(flag);
+  if (f.empty()) {
+    throw kopt::config_error("no GPU peak table found (hardware/gpus.json; looked in: " +
+                             data::find(data::kind::hardware).looked_in() +
+                             "); pass --peaks FILE or set KOPT_DATA_DIR (kopt doctor shows the lookup)");
   }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(p, ec)) return p;
-  }
-  throw kopt::config_error(
-      "no GPU peak table found (configs/hardware/gpus.json); pass --peaks FILE or set "
-      "KOPT_DATA_DIR");
+  return f;
 }
 
 json read_json_file(const std::filesystem::path& file) {

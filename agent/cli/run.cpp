@@ -22,6 +22,7 @@
 #include "cli/commands.hpp"
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 #include "kb/index.hpp"
@@ -153,7 +154,7 @@ std::vector<campaign::prompt_item> kb_snippets(const kb::index& idx, const std::
 std::optional<campaign::prompt_setup> prompt_setup_for(const json& device, const eval_options& o) {
   campaign::prompt_setup p;
   try {
-    const auto pf = find_peaks_file(o.peaks_file);
+    const auto pf = data::peaks_file(o.peaks_file);
     std::ifstream in(pf);
     const json table = json::parse(in);
     p.gpu = prompts::gpu_facts_from_table(table, device.value("name", "H200"));
@@ -254,7 +255,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     wo.min_time_s = o->run.min_time_s;
     wo.max_time_s = o->run.max_time_s;
     wo.launch_timeout_ms = o->run.launch_timeout_ms;
-    wo.peaks_file = find_peaks_file(o->run.peaks_file);
+    wo.peaks_file = data::peaks_file(o->run.peaks_file);
     campaign::worker_evaluator ev(op, wo);
     try {
       const json& dev = ev.start();

@@ -10,6 +10,7 @@
 
 #include "campaign/dropout.hpp"
 #include "campaign/worker_evaluator.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "runner/evaluation.hpp"
@@ -45,28 +46,6 @@ json slot_stats::to_json() const {
 }
 
 namespace {
-
-// The GPU peak table, as `kopt eval` finds it.
-std::string find_peaks_file(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d && *d)
-    tries.emplace_back(std::filesystem::path(d) / "hardware/gpus.json");
-#ifdef KOPT_SOURCE_DIR
-  tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs/hardware/gpus.json");
-#endif
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / "../share/kopt/hardware/gpus.json");
-    tries.emplace_back(exe / "../../configs/hardware/gpus.json");
-  } catch (const std::exception&) {
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::exists(p, ec)) return p.string();
-  }
-  return "";
-}
 
 double backoff_delay(double initial, double max, int failures) {
   return std::min(max, initial * std::pow(2.0, std::min(failures - 1, 30)));
@@ -121,7 +100,7 @@ void gpu_pool::start_slot(slot& s) {
     if (s.client) {
       const json& hello = s.client->start();
       device = hello.value("device", json::object());
-      if (const auto pf = find_peaks_file(cfg_.worker.peaks_file); !pf.empty())
+      if (const auto pf = data::peaks_file(cfg_.worker.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), device.value("name", ""));
       if (!peaks)
         spdlog::warn(
