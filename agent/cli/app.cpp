@@ -25,6 +25,7 @@ constexpr const char* footer = R"(Examples:
   kopt show campaign 3
   kopt show candidate 42
   kopt log 3
+  kopt doctor            (what this kopt found, and what is wrong)
 
 Database: --db PATH, else $KOPT_DB, else $XDG_STATE_HOME/kopt/kopt.db,
 else ~/.local/state/kopt/kopt.db.
@@ -85,6 +86,7 @@ application build_app() {
   register_prompt(app, ctx, *a.status);
   register_kb(app, ctx, *a.status);
   register_daemon(app, ctx, *a.status);
+  register_doctor(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
   register_bench(app, ctx, *a.status);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.hpp"
@@ -15,9 +16,13 @@
 #include "runtime/evaluator.hpp"
 #include "counters/metrics.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <cupti_target.h>
+#include <cupti.h>
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
 
 namespace {
 
@@ -111,6 +116,47 @@ int metrics_main(std::string chip, const std::string& tier, const std::string& l
   }
 }
 
+// `kopt-worker versions`: what this worker was built with and what it finds,
+// without needing a GPU (kopt doctor runs it). cudart is static, so its
+// version is the toolkit's; the driver's is 0 when there is none.
+int versions_main() {
+  nlohmann::json j = {{"worker_version", KOPT_VERSION}, {"protocol", protocol_version}};
+  j["cuda_toolkit"] = fmt::format("{}.{}", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+  int rt = 0, drv = 0;
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) j["cuda_runtime"] = rt;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess) j["cuda_driver_api"] = drv;
+  cudaGetLastError();
+  int nmaj = 0, nmin = 0;
+  if (nvrtcVersion(&nmaj, &nmin) == NVRTC_SUCCESS) j["nvrtc"] = fmt::format("{}.{}", nmaj, nmin);
+  uint32_t cupti = 0;
+  if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) j["cupti_api"] = cupti;
+  const std::string inc = kopt::compile::cuda_include_dir();
+  std::error_code ec;
+  j["cuda_include_dir"] = inc;
+  j["cuda_headers_found"] = std::filesystem::is_regular_file(std::filesystem::path(inc) / "cuda_runtime.h", ec);
+  try {
+    j["cache_dir"] = kopt::compile::default_cache_dir().string();
+  } catch (const std::exception& e) {
+    j["cache_dir_error"] = e.what();
+  }
+  const int n = kopt::harness::device_count();
+  j["device_count"] = n;
+  if (n == 0) j["no_device_reason"] = kopt::harness::no_device_reason();
+  nlohmann::json devices = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) {
+    try {
+      const auto d = kopt::harness::query_device(i);
+      devices.push_back({{"ordinal", i}, {"name", d.name}, {"uuid", d.uuid}, {"arch", d.arch},
+                         {"driver_version", d.driver_version}});
+    } catch (const std::exception& e) {
+      devices.push_back({{"ordinal", i}, {"error", e.what()}});
+    }
+  }
+  j["devices"] = devices;
+  std::cout << j.dump(2) << '\n';
+  return 0;
+}
+
 int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   kopt::harness::device_info dev;
   try {
@@ -176,6 +222,8 @@ int main(int argc, char** argv) {
   std::string out_file;
   compile_cmd->add_option("--out", out_file, "where to write the cubin")->required();
   auto* info_cmd = app.add_subcommand("info", "print the device as JSON and exit (77 when there is none)");
+  auto* versions_cmd = app.add_subcommand(
+      "versions", "print the CUDA toolkit, NVRTC, CUPTI and driver versions and the GPUs seen, as JSON (no GPU needed)");
   auto* metrics_cmd = app.add_subcommand(
       "metrics", "describe CUPTI metrics and their replay pass count for a chip (no GPU needed with --chip)");
   std::string chip, tier = "default", metric_list;
@@ -191,6 +239,7 @@ int main(int argc, char** argv) {
   if (*metrics_cmd) return metrics_main(chip, tier, metric_list, list_all);
 
   if (*compile_cmd) return kopt::compile::compile_child_main(out_file);
+  if (*versions_cmd) return versions_main();
   if (*info_cmd) {
     if (kopt::harness::device_count() == 0) {
       std::cerr << "kopt-worker: " << kopt::harness::no_device_reason() << '\n';
