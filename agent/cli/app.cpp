@@ -87,6 +87,7 @@ application build_app() {
   register_kb(app, ctx, *a.status);
   register_daemon(app, ctx, *a.status);
   register_doctor(app, ctx, *a.status);
+  register_sbatch_worker(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
   register_bench(app, ctx, *a.status);

@@ -66,6 +66,7 @@ gpu_pool::gpu_pool(const daemon_config& cfg, const std::atomic<bool>& stopping)
       o.worker_exe = cfg.worker.exe;
       o.launch_prefix = cfg.worker.launch_prefix;
       o.gpu = g;
+      o.gpu_auto = cfg.worker.gpu == "auto";
       o.cache_dir = cfg.worker.cache_dir;
       o.hello_timeout =
           std::chrono::seconds(static_cast<std::int64_t>(std::ceil(cfg.worker.hello_timeout_s)));

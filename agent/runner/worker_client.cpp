@@ -1,5 +1,6 @@
 #include "runner/worker_client.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -15,6 +16,20 @@ using json = nlohmann::json;
 std::string default_worker_exe() {
   if (const char* e = std::getenv("KOPT_WORKER"); e && *e) return e;
   return (std::filesystem::path(self_executable()).parent_path() / "kopt-worker").string();
+}
+
+bool stopped_from_outside(const exit_status& st, std::string_view err) {
+  if (st.timed_out) return false;  // our own deadline: the running subject's
+  auto external_signal = [](int s) { return s == SIGTERM || s == SIGINT || s == SIGHUP || s == SIGKILL; };
+  if (!st.exited && external_signal(st.signal)) return true;
+  if (st.exited && st.code > 128 && external_signal(st.code - 128)) return true;
+  // Slurm 22.05: "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT ... ***",
+  // "... DUE TO TIME LIMIT ***", "... DUE TO PREEMPTION ***",
+  // "... DUE TO NODE FAILURE ***", "srun: Job step aborted: ...".
+  for (std::string_view marker : {"CANCELLED AT", "DUE TO TIME LIMIT", "DUE TO PREEMPTION", "DUE TO NODE FAILURE",
+                                  "Job step aborted", "JOB STEP TERMINATED"})
+    if (err.find(marker) != std::string_view::npos) return true;
+  return false;
 }
 
 worker_client::worker_client(worker_options opts) : opts_(std::move(opts)) {
@@ -35,7 +50,7 @@ void worker_client::spawn() {
   std::vector<std::string> argv = opts_.launch_prefix;
   argv.push_back(opts_.worker_exe);
   argv.push_back("--gpu");
-  argv.push_back(std::to_string(opts_.gpu));
+  argv.push_back(opts_.gpu_auto ? std::string("auto") : std::to_string(opts_.gpu));
   if (!opts_.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(opts_.cache_dir);
@@ -47,6 +62,7 @@ void worker_client::spawn() {
 
 std::optional<json> worker_client::next_message(std::chrono::seconds timeout, std::string* why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  lost_from_outside_ = false;
   for (;;) {
     auto line = proc_->read_line(deadline);
     if (!line) {
@@ -56,6 +72,7 @@ std::optional<json> worker_client::next_message(std::chrono::seconds timeout, st
       } else {
         const auto st = proc_->wait(std::chrono::steady_clock::now() + std::chrono::seconds(10));
         std::string err = proc_->drain_stderr(4000);
+        lost_from_outside_ = stopped_from_outside(st, err);
         *why = fmt::format("the worker {}{}{}", st.describe(), err.empty() ? "" : ": ", err);
       }
       return std::nullopt;
@@ -114,6 +131,7 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
   std::set<std::string> dropped_roles;      // subjects that crashed or hung
   std::set<std::string> finished_workloads;
   int clock_restarts = 0;
+  int outside_restarts = 0;
   std::vector<std::string> all_workloads = request.value("workloads", std::vector<std::string>{});
   const json all_subjects = request.value("subjects", json::array());
   // Explicit workload ids, so that a restart can resend exactly the rest.
@@ -137,16 +155,27 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
         if (!finished_workloads.count(w)) rest.push_back(w);
       req["workloads"] = rest;
     }
-    if (!proc_->write_all(req.dump() + "\n")) throw kopt::error("the GPU worker closed its input");
+    if (!proc_->write_all(req.dump() + "\n")) {
+      // It exited between requests (an idle worker's job step cancelled or
+      // timed out): a new worker gets the request.
+      proc_.reset();
+      rep.events.push_back("worker restarted: it had exited before the request was sent");
+      if (++outside_restarts > opts_.max_restarts) throw kopt::error("the GPU worker closed its input");
+      continue;
+    }
 
     std::string current_workload;
     std::string fatal_status, fatal_role, fatal_message;
     bool done = false;
+    bool lost_from_outside = false;
     for (;;) {
       std::string why;
       auto m = next_message(opts_.silence_timeout, &why);
       if (!m) {
-        if (fatal_status.empty()) {
+        if (fatal_status.empty() && lost_from_outside_) {
+          lost_from_outside = true;
+          fatal_message = why;
+        } else if (fatal_status.empty()) {
           fatal_status = "crashed";
           fatal_message = why;
           if (why.find("silent") != std::string::npos) fatal_status = "timeout";
@@ -184,6 +213,18 @@ evaluation_report worker_client::evaluate(json request, const std::function<void
     // subject that caused it.
     proc_.reset();
     ++rep.restarts;
+    if (lost_from_outside) {
+      // Cancelled, preempted or out of time (a Slurm job step), or killed by
+      // the system: nothing the candidate did. Same request, new worker.
+      rep.events.push_back(fmt::format("worker restarted: it was stopped from outside on {} ({}); "
+                                       "the unfinished workloads were run again in a new worker",
+                                       current_workload.empty() ? "no workload" : current_workload,
+                                       fatal_message));
+      if (++outside_restarts > opts_.max_restarts)
+        throw kopt::error("the GPU worker was stopped from outside " + std::to_string(outside_restarts) +
+                          " times in one request: " + fatal_message);
+      continue;
+    }
     if (fatal_status == "clock_lost") {
       // The worker's timing clock failed, not the candidate: measure the
       // unfinished workloads again, every subject included, in a new worker.

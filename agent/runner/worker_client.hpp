@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,9 @@ struct worker_options {
   std::vector<std::string> launch_prefix; // e.g. {"srun", "--gres=gpu:1", "-N1"}
   std::vector<std::string> extra_args;    // after the worker's own options, e.g. {"--profile-only"}
   int gpu = 0;
+  // Pass `--gpu auto` instead of the index: the worker takes the GPU its
+  // resource manager gave it (Slurm: CUDA_VISIBLE_DEVICES/SLURM_STEP_GPUS).
+  bool gpu_auto = false;
   std::string cache_dir;
   std::chrono::seconds hello_timeout{180};
   // Longest silence tolerated while a request runs (the worker reports its
@@ -38,6 +42,14 @@ struct worker_options {
 
 // Default worker executable: $KOPT_WORKER, else kopt-worker beside kopt.
 std::string default_worker_exe();
+
+// True when a worker that died without a `fatal` message was stopped from
+// outside rather than by what it ran: killed by SIGTERM, SIGINT, SIGHUP or
+// SIGKILL (directly, or as a shell's 128+N exit code), or its Slurm job step
+// was cancelled, preempted, timed out or lost its node (srun's and
+// slurmstepd's messages on stderr). Such a loss restarts the worker and runs
+// the unfinished part of the request again; no candidate is blamed.
+bool stopped_from_outside(const exit_status& st, std::string_view stderr_tail);
 
 struct subject_result {
   std::string status;   // ok, incorrect, compile_error, crashed, timeout, ...
@@ -81,6 +93,7 @@ class worker_client {
   std::optional<nlohmann::json> next_message(std::chrono::seconds timeout, std::string* why);
   worker_options opts_;
   std::unique_ptr<child_process> proc_;
+  bool lost_from_outside_ = false;  // set by next_message when the worker died
   nlohmann::json hello_;
   int next_id_ = 1;
 };

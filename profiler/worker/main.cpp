@@ -12,6 +12,7 @@
 
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
+#include "core/gpu_select.hpp"
 #include "runtime/device.hpp"
 #include "runtime/evaluator.hpp"
 #include "counters/metrics.hpp"
@@ -157,12 +158,22 @@ int versions_main() {
   return 0;
 }
 
-int serve(int gpu, const std::string& cache_dir, bool profile_only) {
+int serve(const std::string& gpu_spec, const std::string& cache_dir, bool profile_only) {
+  kopt::harness::gpu_choice choice;
+  try {
+    choice = kopt::harness::resolve_gpu(gpu_spec);
+  } catch (const std::exception& e) {
+    emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", false}, {"error", e.what()}});
+    return 2;
+  }
+  const int gpu = choice.ordinal;
+  std::cerr << "kopt-worker: GPU " << choice.how << '\n';
   kopt::harness::device_info dev;
   try {
     dev = kopt::harness::query_device(gpu);
   } catch (const std::exception& e) {
-    emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", false}, {"error", e.what()}});
+    emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", false}, {"error", e.what()},
+          {"gpu_selection", choice.to_json()}});
     return exit_no_device;
   }
   const kopt::compile::compiler comp(kopt::self_executable(),
@@ -171,7 +182,8 @@ int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   const nlohmann::json calibration =
       profile_only ? nlohmann::json{{"skipped", "profile-only worker"}} : calibration_at_start(ev, dev);
   emit({{"type", "hello"}, {"protocol", protocol_version}, {"ok", true}, {"device", dev.to_json()},
-        {"calibration", calibration}, {"worker_version", KOPT_VERSION}});
+        {"calibration", calibration}, {"worker_version", KOPT_VERSION},
+        {"gpu_selection", choice.to_json()}});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -210,9 +222,12 @@ int main(int argc, char** argv) {
   CLI::App app{"kopt-worker: compiles, checks and times candidate kernels on one GPU.\n"
                "Started by kopt; speaks JSON lines on stdin/stdout (docs/worker-protocol.md)."};
   app.set_version_flag("--version", std::string(KOPT_VERSION));
-  int gpu = 0;
+  std::string gpu = "0";
   std::string cache_dir;
-  app.add_option("--gpu", gpu, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--gpu", gpu,
+                 "CUDA device ordinal, or 'auto': the GPU a resource manager gave this process "
+                 "(CUDA_VISIBLE_DEVICES, else SLURM_STEP_GPUS, else 0)")
+      ->capture_default_str();
   bool profile_only = false;
   app.add_flag("--profile-only", profile_only,
                "counters worker: correctness and hardware counters, no timing (CUPTI Activity is never "
@@ -241,12 +256,19 @@ int main(int argc, char** argv) {
   if (*compile_cmd) return kopt::compile::compile_child_main(out_file);
   if (*versions_cmd) return versions_main();
   if (*info_cmd) {
+    int ordinal = 0;
+    try {
+      ordinal = kopt::harness::resolve_gpu(gpu).ordinal;
+    } catch (const std::exception& e) {
+      std::cerr << "kopt-worker: " << e.what() << '\n';
+      return 2;
+    }
     if (kopt::harness::device_count() == 0) {
       std::cerr << "kopt-worker: " << kopt::harness::no_device_reason() << '\n';
       return exit_no_device;
     }
     try {
-      std::cout << kopt::harness::query_device(gpu).to_json().dump(2) << '\n';
+      std::cout << kopt::harness::query_device(ordinal).to_json().dump(2) << '\n';
       return 0;
     } catch (const std::exception& e) {
       std::cerr << "kopt-worker: " << e.what() << '\n';
