@@ -170,6 +170,7 @@ int relay(const sbatch_options& o) {
   // Wait for the job to dial back with the token.
   int conn = -1;
   auto last_check = std::chrono::steady_clock::now();
+  int unknown = 0;
   while (conn < 0) {
     if (g_stop) {
       cancel();
@@ -195,7 +196,11 @@ int relay(const sbatch_options& o) {
     if (std::chrono::steady_clock::now() - last_check > std::chrono::seconds(5)) {
       last_check = std::chrono::steady_clock::now();
       const std::string st = job_state(job);
-      if (st != "PENDING" && st != "RUNNING" && st != "CONFIGURING") {
+      // scontrol may fail for a moment (a busy controller): give up only
+      // after half a minute of not knowing.
+      unknown = st.empty() ? unknown + 1 : 0;
+      if ((st.empty() && unknown >= 6) ||
+          (!st.empty() && st != "PENDING" && st != "RUNNING" && st != "CONFIGURING")) {
         std::cerr << fmt::format(
             "kopt sbatch-worker: job {} ended before its worker connected (state {}){}\n", job,
             st.empty() ? "unknown" : st, external_end(st) ? ": stopped from outside" : "");
@@ -276,9 +281,10 @@ void register_sbatch_worker(CLI::App& app, context&, exit_status& status) {
   cmd->footer(
       "Used as the daemon's worker.launch_prefix: [\"kopt\", \"sbatch-worker\", "
       "\"--sbatch-arg=--gres=gpu:1\", "
-      "\"--\"]. One batch job per GPU slot; see docs/daemon.md, \"Run on Slurm\". Exit codes: the "
-      "relay's, 143 "
-      "when the job was cancelled, preempted or timed out.");
+      "\"--\"]. One batch job per GPU slot; see docs/daemon.md, \"Run on Slurm\". The job's output "
+      "goes to /dev/null unless an --sbatch-arg=--error=FILE says otherwise.\n"
+      "Exit codes: 0 the worker stopped when asked, 1 sbatch failed or the worker closed the "
+      "connection, 143 the job was cancelled, preempted or timed out (or this relay was stopped).");
   cmd->callback([o, &status] { status.code = relay(*o); });
 }
 

@@ -203,7 +203,7 @@ TEST(LlmSecrets, KeyFromSystemdCredentialsDirectory) {
   EXPECT_THROW(load_api_key("", (dir / "openai").string()), kopt::config_error);
   // The config keeps the placeholder (it is not relative to the config file).
   const auto c = parse_provider_config(nlohmann::json::parse(
-                                           R"({"provider": "openai", "api_key_file": "$CREDENTIALS_DIRECTORY/openai"})"),
+                                           R"({"provider": "openai", "model": "m", "api_key_file": "$CREDENTIALS_DIRECTORY/openai"})"),
                                        "/etc/kopt");
   EXPECT_EQ(c.api_key_file, "$CREDENTIALS_DIRECTORY/openai");
   ::unsetenv("CREDENTIALS_DIRECTORY");
