@@ -49,7 +49,7 @@ struct result {
 };
 
 // The caller's environment without the variables that would steer the data
-// lookup, plus `extra`.
+// lookup, plus `extra` (which replaces variables of the same name).
 std::vector<std::string> clean_env(const std::vector<std::string>& extra = {}) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -58,7 +58,9 @@ std::vector<std::string> clean_env(const std::vector<std::string>& extra = {}) {
     if (name == "KOPT_DATA_DIR" || name == "KOPT_PROMPTS_DIR" || name == "KOPT_WORKER" ||
         name == "KOPT_DB")
       continue;
-    env.push_back(kv);
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || x.rfind(name + "=", 0) == 0;
+    if (!replaced) env.push_back(kv);
   }
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
@@ -119,6 +121,15 @@ class Installed : public ::testing::Test {
   static std::vector<std::string> db_env() {
     return {"KOPT_DB=" + (dir_->path() / "db/kopt.db").string()};
   }
+  // For `doctor`, which runs `kopt-worker versions`: in the sanitizer build
+  // LeakSanitizer would judge the static CUDA runtime's allocations on its
+  // no-driver path (not kopt's code; exit 23 instead of 0). Leaks in kopt
+  // are the other tests' to find.
+  static std::vector<std::string> doctor_env() {
+    auto e = db_env();
+    e.push_back("ASAN_OPTIONS=detect_leaks=0:abort_on_error=1");
+    return e;
+  }
 
   static kopt::test::scratch_dir* dir_;
   static fs::path root_, outside_;
@@ -149,7 +160,7 @@ TEST_F(Installed, LaysOutTheFhsTree) {
 }
 
 TEST_F(Installed, DoctorNamesDataInsideTheInstallTree) {
-  const result r = run({kopt().string(), "doctor", "--json"}, outside_, db_env());
+  const result r = run({kopt().string(), "doctor", "--json"}, outside_, doctor_env());
   std::cout << r.out.substr(0, 6000) << '\n';
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
   const json j = json::parse(r.out);
@@ -185,7 +196,7 @@ TEST_F(Installed, DoctorNamesDataInsideTheInstallTree) {
     EXPECT_TRUE(said) << j.at("problems").dump();
   }
   // The text form says the same for a person.
-  const result t = run({kopt().string(), "doctor"}, outside_, db_env());
+  const result t = run({kopt().string(), "doctor"}, outside_, doctor_env());
   EXPECT_NE(t.out.find(share), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("beside the binary"), std::string::npos) << t.out;
 }
@@ -325,7 +336,7 @@ TEST_F(Installed, DebianPackage) {
   if (have("systemd-sysusers"))
     EXPECT_EQ(run({"getent", "passwd", "kopt"}, outside_).code, 0) << "postinst made no user";
 
-  const result doc = run({"/usr/bin/kopt", "doctor", "--json"}, outside_, db_env());
+  const result doc = run({"/usr/bin/kopt", "doctor", "--json"}, outside_, doctor_env());
   ASSERT_TRUE(doc.code == 0 || doc.code == 1) << doc.err;
   const json j = json::parse(doc.out);
   EXPECT_EQ(j.at("data").at("prompts").at("path"), "/usr/share/kopt/prompts");
