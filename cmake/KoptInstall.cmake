@@ -39,6 +39,8 @@ install(FILES configs/kopt.sysusers.conf DESTINATION ${KOPT_SYSUSERSDIR} RENAME 
 # --install --prefix, CPack's /usr), not the one configured.
 file(READ configs/daemon.example.json _example)
 string(JSON _example SET "${_example}" "gpus" "1")  # GPU 0 only; edit "gpus" for more
+# Cubins under the unit's CacheDirectory=, not in the state directory.
+string(JSON _example SET "${_example}" "worker" "cache_dir" "\"/var/cache/kopt/cubin\"")
 file(WRITE ${PROJECT_BINARY_DIR}/packaging/daemon.json "${_example}\n")
 install(CODE "
   set(_prefix \"\${CMAKE_INSTALL_PREFIX}\")

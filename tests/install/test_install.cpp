@@ -156,7 +156,8 @@ TEST_F(Installed, LaysOutTheFhsTree) {
       << unit;
   EXPECT_EQ(unit.find("@KOPT_"), std::string::npos) << "unsubstituted placeholder";
   const json cfg = json::parse(kopt::test::read_text(root_ / "etc/kopt/daemon.json"));
-  EXPECT_EQ(cfg.at("state_dir"), "/var/lib/kopt");
+  EXPECT_EQ(cfg.at("state_dir"), "/var/lib/kopt");                     // StateDirectory=kopt
+  EXPECT_EQ(cfg.at("worker").at("cache_dir"), "/var/cache/kopt/cubin");  // CacheDirectory=kopt
 }
 
 TEST_F(Installed, DoctorNamesDataInsideTheInstallTree) {
