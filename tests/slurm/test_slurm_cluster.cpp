@@ -271,8 +271,9 @@ TEST_F(SlurmCluster, StepGetsItsGpuAndTheWorkerTakesIt) {
 }
 
 // The fake worker: logs its argv and the Slurm environment of each start,
-// marks the request it is working on (DIR/busy.json, with its job and step),
-// and takes 0.2 s per workload so that a scancel lands mid-request.
+// and takes 0.2 s per workload. The first request to claim DIR/slow-once
+// takes 1 s per workload and is marked in DIR/busy.json (with its job and
+// step) while it runs, so that the test's scancel lands mid-request.
 const char* kWorker = R"PY(#!/usr/bin/python3
 import hashlib, json, os, sys, time
 DIR = "@DIR@"
@@ -296,15 +297,21 @@ for line in sys.stdin:
         f.write(json.dumps({"job": env["SLURM_JOB_ID"], "workloads": req["workloads"],
                             "subjects": [hashlib.sha256(json.dumps(s["candidate"], sort_keys=True).encode()).hexdigest()[:12]
                                          for s in req["subjects"]]}) + "\n")
-    with open(os.path.join(DIR, ".busy"), "w") as f:
-        json.dump(env, f)
-    os.replace(os.path.join(DIR, ".busy"), os.path.join(DIR, "busy.json"))
+    delay = 0.2
+    try:
+        os.rename(os.path.join(DIR, "slow-once"), os.path.join(DIR, "slow-once.taken"))
+        delay = 1.0
+        with open(os.path.join(DIR, ".busy"), "w") as f:
+            json.dump(env, f)
+        os.replace(os.path.join(DIR, ".busy"), os.path.join(DIR, "busy.json"))
+    except OSError:
+        pass
     subjects = req["subjects"]
     for s in subjects:
         emit({"type": "compiled", "id": rid, "role": s["role"], "status": "ok"})
     for w in req["workloads"]:
         emit({"type": "workload_begin", "id": rid, "workload": w})
-        time.sleep(0.2)
+        time.sleep(delay)
         results = []
         for s in subjects:
             h = hashlib.sha256((json.dumps(s["candidate"], sort_keys=True) + w).encode()).digest()
@@ -314,7 +321,8 @@ for line in sys.stdin:
                             "timing": {"median_ns": samples[10], "samples_ns": samples, "samples": 21,
                                        "q1_ns": samples[5], "q3_ns": samples[15], "rsd": 0.003, "stop_reason": "fake"}})
         emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
-    os.remove(os.path.join(DIR, "busy.json"))
+    if delay > 0.5:
+        os.remove(os.path.join(DIR, "busy.json"))
     emit({"type": "done", "id": rid})
 )PY";
 
@@ -339,6 +347,7 @@ void campaign_survives_scancel(const std::vector<std::string>& prefix, bool step
     text.replace(p, 5, wdir.string());
   spit(wdir / "worker.py", text);
   fs::permissions(wdir / "worker.py", fs::perms(0755));
+  spit(wdir / "slow-once", "");
   json cfg = {
       {"gpus", 2},
       {"worker",
