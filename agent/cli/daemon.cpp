@@ -66,7 +66,7 @@ void register_daemon(CLI::App& app, context& ctx, exit_status& status) {
                 "validate the config, print it with defaults filled in, and exit");
   cmd->footer(R"(Runs until SIGTERM or SIGINT (finishes or checkpoints the current steps, exits 0).
 SIGHUP reloads limits, providers and log settings from the same file.
-Under systemd use Type=notify (configs/kopt-daemon.service): READY=1 after the
+Under systemd use Type=notify (the packaged kopt-daemon.service): READY=1 after the
 store is migrated and a worker answered; watchdog pings from the scheduling loop.
 The database is <state_dir>/kopt.db (the config's "database"); --db is not used.
 Point the other commands at it: export KOPT_DB=<state_dir>/kopt.db.
