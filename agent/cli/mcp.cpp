@@ -494,7 +494,8 @@ tool_result kernel_run(const json& a, mcp::call_context& cx, const tool_env& env
   }
   std::string overall = "ok";
   for (const auto& [r, s] : out.summaries)
-    if (s.overall_status != "ok" && overall == "ok") overall = s.overall_status;
+    if (s.overall_status != protocol::outcome::ok && overall == "ok")
+      overall = std::string(protocol::to_string(s.overall_status));
   j["status"] = overall;
   if (overall != "ok") return {j, text, true};
   return ok(j, text);

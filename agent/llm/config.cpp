@@ -167,8 +167,9 @@ provider_config parse_provider_config(const json& j, const std::filesystem::path
   }
   c.api_key_env = get_string(j, "api_key_env", w);
   c.api_key_file = get_string(j, "api_key_file", w);
+  // "$CREDENTIALS_DIRECTORY/..." is expanded when the key is read (systemd).
   if (!c.api_key_file.empty() && std::filesystem::path(c.api_key_file).is_relative() &&
-      !base_dir.empty()) {
+      c.api_key_file[0] != '$' && !base_dir.empty()) {
     c.api_key_file = (base_dir / c.api_key_file).string();
   }
   if (j.contains("api_key"))

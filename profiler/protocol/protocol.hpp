@@ -439,6 +439,9 @@ struct hello {
   json device = json::object();  // the device description (docs/worker-protocol.md)
   json calibration;              // measured peaks, {"skipped": ...}, or null
   std::string worker_version;
+  // Which GPU the worker took and why ({"spec":"auto","ordinal":..,"how":..});
+  // null from a worker that does not say (docs/worker-protocol.md).
+  json gpu_selection;
   bool operator==(const hello&) const = default;
 };
 
@@ -521,6 +524,7 @@ inline void to_json(json& j, const hello& m) {
     j["calibration"] = m.calibration;
     j["worker_version"] = m.worker_version;
   }
+  if (!m.gpu_selection.is_null()) j["gpu_selection"] = m.gpu_selection;
 }
 inline void to_json(json& j, const compiled& m) {
   j = {{"type", "compiled"}, {"id", m.id},           {"role", m.role},
@@ -592,6 +596,7 @@ inline message parse_message(const json& j) {
     detail::read(j, "device", m.device);
     if (j.contains("calibration")) m.calibration = j.at("calibration");
     detail::read(j, "worker_version", m.worker_version);
+    if (j.contains("gpu_selection")) m.gpu_selection = j.at("gpu_selection");
     return m;
   }
   if (type == "compiled") {

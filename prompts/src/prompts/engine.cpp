@@ -6,11 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/subprocess.hpp"
+#include "common/data_paths.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::prompts {
 
@@ -629,30 +626,11 @@ std::filesystem::path default_template_dir(const std::filesystem::path& override
     }
     return override_dir;
   }
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_PROMPTS_DIR"); d != nullptr && *d != '\0') {
-    // An explicit setting that points nowhere is a mistake, not a fallback.
-    if (!std::filesystem::is_directory(d)) {
-      throw kopt::config_error(std::string("KOPT_PROMPTS_DIR=") + d + " is not a directory");
-    }
-    return d;
-  }
-  if (std::string_view(KOPT_SOURCE_DIR).size() > 0)
-    tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts" / "templates");
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / ".." / "share" / "kopt" / "prompts");
-  } catch (const std::exception&) {
-    // No /proc/self/exe: only the other locations apply.
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) return p;
-  }
-  std::string looked;
-  for (const auto& p : tries) looked += (looked.empty() ? "" : ", ") + p.string();
-  throw kopt::config_error("no prompt template directory found (looked in: " + looked +
-                           "); set KOPT_PROMPTS_DIR or --prompts-dir");
+  const data::lookup l = data::find(data::kind::prompts);
+  if (!l.problem.empty()) throw kopt::config_error(l.problem);
+  if (l.found) return l.found->dir;
+  throw kopt::config_error("no prompt template directory found (looked in: " + l.looked_in() +
+                           "); set KOPT_PROMPTS_DIR or --prompts-dir (kopt doctor shows the lookup)");
 }
 
 rendered render(const std::string& template_name, const json& context,
