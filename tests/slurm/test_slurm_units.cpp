@@ -102,7 +102,7 @@ starts = len(open(os.path.join(DIR, "starts.log")).readlines()) if os.path.exist
 open(os.path.join(DIR, "starts.log"), "a").write(json.dumps(sys.argv[1:]) + "\n")
 def emit(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-emit({"type": "hello", "protocol": 1, "ok": True, "device": {"name": "Fake GPU"}})
+emit({"type": "hello", "protocol": 2, "ok": True, "device": {"name": "Fake GPU"}})
 for line in sys.stdin:
     req = json.loads(line)
     open(os.path.join(DIR, "requests.log"), "a").write(line)
@@ -143,11 +143,12 @@ class OutsideStopBase : public ::testing::Test {
     o.max_restarts = 3;
     return o;
   }
-  static json request() {
-    return {{"operator", {{"name", "op"}}},
-            {"subjects", json::array({{{"role", "candidate"}, {"candidate", {{"source", "c"}}}},
-                                      {{"role", "baseline"}, {"candidate", {{"source", "b"}}}}})},
-            {"workloads", {"w1", "w2", "w3"}}};
+  static kopt::protocol::evaluate_request request() {
+    kopt::protocol::evaluate_request r;
+    r.operator_snapshot = {{"name", "op"}};
+    r.subjects = {{"candidate", {{"source", "c"}}, {}}, {"baseline", {{"source", "b"}}, {}}};
+    r.workloads = {"w1", "w2", "w3"};
+    return r;
   }
   std::vector<json> requests() const {
     std::vector<json> out;
@@ -171,7 +172,7 @@ TEST_P(OutsideStop, RequestRunsAgainWithoutBlame) {
   for (const char* w : {"w1", "w2", "w3"})
     for (const char* role : {"candidate", "baseline"}) {
       ASSERT_TRUE(rep.results.count(w) && rep.results.at(w).count(role)) << w << " " << role;
-      EXPECT_EQ(rep.results.at(w).at(role).status, "ok")
+      EXPECT_EQ(rep.results.at(w).at(role).status, kopt::protocol::outcome::ok)
           << w << " " << role << ": " << rep.results.at(w).at(role).message;
     }
   EXPECT_EQ(rep.restarts, 1);
@@ -196,8 +197,8 @@ TEST_F(OutsideStopBase, ACrashIsStillTheCandidates) {
   runner::worker_client c(options("segv"));
   const auto rep = c.evaluate(request());
   // No fatal message and no culprit: recorded for everyone on w2, as before.
-  EXPECT_EQ(rep.results.at("w2").at("candidate").status, "crashed");
-  EXPECT_EQ(rep.results.at("w3").at("candidate").status, "ok");
+  EXPECT_EQ(rep.results.at("w2").at("candidate").status, kopt::protocol::outcome::crashed);
+  EXPECT_EQ(rep.results.at("w3").at("candidate").status, kopt::protocol::outcome::ok);
 }
 
 TEST_F(OutsideStopBase, StoppedEveryTimeGivesUpWithAnError) {
