@@ -7,14 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "common/subprocess.hpp"
 #include "prompts/engine.hpp"
-
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::campaign {
 
@@ -208,17 +205,9 @@ std::optional<prompt_setup> default_prompt_setup(const std::string& gpu) {
     spdlog::warn("prompt templates not found ({}): agents get a short built-in brief", e.what());
     return std::nullopt;
   }
+  // The one data lookup (kopt doctor shows it), not a list of its own.
   std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d && *d)
-    tries.emplace_back(std::filesystem::path(d) / "hardware" / "gpus.json");
-  if (std::string_view(KOPT_SOURCE_DIR).size() > 0)
-    tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs" / "hardware" /
-                       "gpus.json");
-  try {
-    tries.emplace_back(std::filesystem::path(self_executable()).parent_path() / ".." / "share" /
-                       "kopt" / "hardware" / "gpus.json");
-  } catch (const std::exception&) {
-  }
+  if (const auto pf = data::peaks_file(); !pf.empty()) tries.emplace_back(pf);
   for (const auto& f : tries) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(f, ec)) continue;

@@ -10,7 +10,11 @@
 #include <random>
 #include <set>
 
+#include "campaign/call_plan.hpp"
+#include "campaign/loop.hpp"
+#include "common/hash.hpp"
 #include "llm/extract.hpp"
+#include "store/store.hpp"
 
 namespace kopt::campaign {
 
@@ -198,63 +202,162 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   const auto user = set.render(out.template_name, c, dropped);
   out.user = user.text;
   out.present_items = user.present_items;
+  out.cache_breaks = user.cache_breaks;
   return out;
+}
+
+llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::optional<prompt_setup> setup,
+                       llm::diversity_options diversity)
+    : max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {
+  own_router_ = std::make_unique<llm::router>(
+      std::vector<llm::router::arm>{{client.backend().name(), &client, 1.0, std::nullopt, 0,
+                                     client.backend().answers_per_call()}});
+  router_ = own_router_.get();
+}
+
+llm_source::llm_source(llm::router& models, std::int64_t max_tokens, std::optional<prompt_setup> setup,
+                       llm::diversity_options diversity)
+    : router_(&models), max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {}
+
+llm_source::~llm_source() = default;
+
+std::string llm_source::name() const {
+  // Candidate rows carry this as their provider: the provider's name when
+  // every model is served by one, else "multi" (the note names the model).
+  std::string n = router_->client(0).backend().name();
+  for (std::size_t i = 1; i < router_->size(); ++i)
+    if (router_->client(i).backend().name() != n) return "multi";
+  return n;
 }
 
 source_answer llm_source::propose(const prompt_context& ctx) {
   source_answer out;
-  llm::request rq;
-  rq.system = "You write fast, correct CUDA kernels for NVIDIA GPUs.";
-  std::string user = placeholder_prompt(ctx);
-  if (setup_ && ctx.op) {
-    // Template errors are kopt's bug or a broken --prompts-dir: say so
-    // loudly rather than sending a prompt nobody reviewed.
-    const auto p = compose_prompt(ctx, *setup_);
-    rq.system = p.system;
-    user = p.user;
+  const std::vector<call_plan> plans = plan_calls(ctx, *router_, diversity_);
+  // One composition per distinct item set (without per-call dropout, one).
+  std::map<std::vector<std::string>, composed_prompt> composed;
+  auto compose = [&](const call_plan& p) -> const composed_prompt& {
+    std::vector<std::string> ids;
+    for (const auto& it : p.items) ids.push_back(it.id);
+    auto f = composed.find(ids);
+    if (f != composed.end()) return f->second;
+    composed_prompt c;
+    c.system = "You write fast, correct CUDA kernels for NVIDIA GPUs.";
+    prompt_context pc = ctx;
+    pc.items = p.items;
+    if (setup_ && ctx.op) {
+      // Template errors are kopt's bug or a broken --prompts-dir: say so
+      // loudly rather than sending a prompt nobody reviewed.
+      c = compose_prompt(pc, *setup_);
+    } else {
+      c.user = placeholder_prompt(pc);
+    }
+    return composed.emplace(ids, std::move(c)).first->second;
+  };
+  struct in_flight {
+    const call_plan* plan;
+    std::future<llm::completion> result;
+  };
+  std::vector<in_flight> calls;
+  for (const call_plan& p : plans) {
+    const composed_prompt& c = compose(p);
+    llm::request rq;
+    rq.system = c.system;
+    llm::message m{"user", with_hint(c.user, p)};
+    m.cache_breaks = c.cache_breaks;
+    rq.messages.push_back(std::move(m));
+    // Each model's own cap when the config gave one (reasoning models need more).
+    rq.max_tokens = router_->max_tokens(p.arm) > 0 ? router_->max_tokens(p.arm) : max_tokens_;
+    rq.n = p.answers;
+    rq.tag = fmt::format("iteration {} call {}/{}", ctx.iteration, p.index + 1, plans.size());
+    rq.meta = p.meta(ctx, plans.size(), router_->label(p.arm));
+    rq.iteration_id = ctx.iteration_id;
+    calls.push_back({&p, router_->client(p.arm).submit(std::move(rq))});
   }
-  rq.messages.push_back({"user", user});
-  rq.max_tokens = max_tokens_;
-  rq.tag = fmt::format("iteration {}", ctx.iteration);
-  rq.iteration_id = ctx.iteration_id;
-  std::vector<std::future<llm::completion>> calls;
-  for (std::size_t i = 0; i < std::max<std::size_t>(ctx.k, 1); ++i) calls.push_back(client_.submit(rq));
   for (auto& f : calls) {
-    const llm::completion c = f.get();
+    const call_plan& p = *f.plan;
+    const llm::completion c = f.result.get();
     out.tokens += c.tokens.total();
     out.cost_usd += c.cost_usd;
+    std::int64_t usable = 0;
     if (!c.ok()) {
       ++out.llm_errors;
-      out.problems.push_back(fmt::format("{}: {}", llm::call_status_name(c.status), c.error));
-      if (c.status == llm::call_status::permanent || c.status == llm::call_status::disabled)
-        out.fatal = client_.stopped().value_or(c.error);
+      out.problems.push_back(fmt::format("{}: {}: {}", router_->label(p.arm), llm::call_status_name(c.status), c.error));
+      if (c.status == llm::call_status::permanent || c.status == llm::call_status::disabled) {
+        // One model's revoked key or spent quota ends the campaign's LLM
+        // use only when no other model can still answer.
+        bool any_alive = false;
+        for (std::size_t i = 0; i < router_->size(); ++i)
+          if (!router_->client(i).stopped()) any_alive = true;
+        if (!any_alive) out.fatal = router_->client(p.arm).stopped().value_or(c.error);
+      }
       if (c.status == llm::call_status::budget_exceeded) out.fatal = "LLM budget exhausted: " + c.error;
+      router_->record_call(p.arm, c, 0);
       continue;
     }
-    const auto ex = llm::extract_candidate(c.text);
-    if (!ex.ok()) {
-      ++out.llm_errors;
-      out.problems.push_back(ex.feedback());
-      continue;
-    }
-    if (ctx.op) {
-      const auto cand = config::load_candidate_text(ex.candidate->dump(), "llm answer",
-                                                    ctx.op->file.parent_path(), *ctx.op);
-      if (!cand.ok()) {
+    std::vector<std::string> answers = c.texts.empty() ? std::vector<std::string>{c.text} : c.texts;
+    for (std::size_t a = 0; a < answers.size(); ++a) {
+      const auto ex = llm::extract_candidate(answers[a]);
+      if (!ex.ok()) {
         ++out.llm_errors;
-        std::string why;
-        for (const auto& d : cand.diagnostics) why += d.to_string() + "\n";
-        out.problems.push_back(why);
+        out.problems.push_back(ex.feedback());
         continue;
       }
-      out.proposals.push_back(
-          {cand.cand->to_json(), store::candidate_origin::llm, "", c.record_id, c.model});
-    } else {
-      out.proposals.push_back(
-          {*ex.candidate, store::candidate_origin::llm, "", c.record_id, c.model});
+      json candidate = *ex.candidate;
+      if (ctx.op) {
+        const auto cand = config::load_candidate_text(ex.candidate->dump(), "llm answer", ctx.op->file.parent_path(),
+                                                      *ctx.op);
+        if (!cand.ok()) {
+          ++out.llm_errors;
+          std::string why;
+          for (const auto& d : cand.diagnostics) why += d.to_string() + "\n";
+          out.problems.push_back(why);
+          continue;
+        }
+        candidate = cand.cand->to_json();
+      }
+      std::string note = fmt::format("{} call {}/{}", router_->label(p.arm), p.index + 1, plans.size());
+      if (answers.size() > 1) note += fmt::format(" answer {}/{}", a + 1, answers.size());
+      if (p.hint) note += ", hint " + p.hint->id;
+      if (!p.call_dropped.empty()) note += fmt::format(", call dropout: {}", fmt::join(p.call_dropped, " "));
+      {
+        std::lock_guard lock(mu_);
+        arm_of_source_[sha256_hex(candidate.value("source", ""))] = p.arm;
+      }
+      ++usable;
+      out.proposals.push_back({std::move(candidate), store::candidate_origin::llm, note, c.record_id, c.model});
     }
+    router_->record_call(p.arm, c, usable);
   }
   return out;
+}
+
+void llm_source::observe(std::int64_t iteration, const std::optional<std::string>& promoted_source, double gain) {
+  std::optional<std::size_t> arm;
+  {
+    std::lock_guard lock(mu_);
+    if (!observed_.insert(iteration).second) return;  // told twice (a resumed iteration)
+    if (promoted_source) {
+      const auto it = arm_of_source_.find(sha256_hex(*promoted_source));
+      if (it != arm_of_source_.end()) arm = it->second;
+    }
+  }
+  if (arm) router_->record_gain(*arm, gain);
+  router_->end_iteration(promoted_source ? gain : 0.0);
+}
+
+std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id, llm_source& src) {
+  return [&db, campaign_id, &src](const progress& p) {
+    std::optional<std::string> promoted;
+    double gain = 0;
+    if (p.promoted) {
+      for (const auto& e : db.events_of(campaign_id, 64)) {
+        if (e.kind != "promoted" || e.data.value("iteration", std::int64_t{-1}) != p.iteration) continue;
+        gain = e.data.value("decision", json::object()).value("gain", 0.0);
+        if (const auto c = db.find_candidate(e.data.value("challenger", store::row_id{0}))) promoted = c->source;
+      }
+    }
+    src.observe(p.iteration, promoted, gain);
+  };
 }
 
 source_answer scripted_source::propose(const prompt_context& ctx) {

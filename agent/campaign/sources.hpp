@@ -17,10 +17,14 @@
 
 #include "campaign/types.hpp"
 #include "llm/client.hpp"
+#include "llm/router.hpp"
 #include "prompts/context.hpp"
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 
 namespace kopt::campaign {
 
@@ -57,26 +61,54 @@ struct prompt_setup {
 struct composed_prompt {
   std::string system, user, template_name;
   std::vector<std::string> present_items;
+  std::vector<std::size_t> cache_breaks;  // in `user`: where stable prefixes end
 };
 // `dropped` removes the templates' own optional blocks (e.g. "measurements").
 composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& setup,
                                const std::set<std::string>& dropped = {},
                                const std::string& template_name = {});
 
+// The K calls of an iteration are planned by plan_calls (call_plan.hpp):
+// model per call (the router), strategy hint and optional per-call dropout,
+// all recorded with each call and in each proposal's note.
 class llm_source final : public candidate_source {
  public:
+  // One model; the K calls differ by their strategy hints.
   explicit llm_source(llm::llm_client& client, std::int64_t max_tokens = 8192,
-                      std::optional<prompt_setup> setup = std::nullopt)
-      : client_(client), max_tokens_(max_tokens), setup_(std::move(setup)) {}
-  std::string name() const override { return client_.backend().name(); }
+                      std::optional<prompt_setup> setup = std::nullopt,
+                      llm::diversity_options diversity = {});
+  // Several models (llm.models): the router picks each call's model. The
+  // router must outlive the source.
+  llm_source(llm::router& models, std::int64_t max_tokens, std::optional<prompt_setup> setup,
+             llm::diversity_options diversity = {});
+  ~llm_source() override;
+  std::string name() const override;
   bool calls_llm() const override { return true; }
   source_answer propose(const prompt_context& ctx) override;
 
+  // What the bandit and the model escalation learn from: the iteration
+  // ended, with `gain` (0 without promotion) and, when a candidate was
+  // promoted, its kernel source (matched against what each model proposed).
+  void observe(std::int64_t iteration, const std::optional<std::string>& promoted_source, double gain);
+  llm::router& models() noexcept { return *router_; }
+
  private:
-  llm::llm_client& client_;
+  std::unique_ptr<llm::router> own_router_;
+  llm::router* router_ = nullptr;
   std::int64_t max_tokens_;
   std::optional<prompt_setup> setup_;
+  llm::diversity_options diversity_;
+  std::mutex mu_;
+  std::map<std::string, std::size_t> arm_of_source_;  // sha256 of a proposed kernel -> arm
+  std::set<std::int64_t> observed_;                     // iterations already fed back
 };
+
+// A loop_hooks::on_progress that feeds each iteration's outcome back to the
+// source (bandit statistics, escalation): the promoted candidate's source
+// and gain come from the store's "promoted" event of that iteration. Chain
+// it with the caller's own progress printer.
+struct progress;
+std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id, llm_source& src);
 
 class scripted_source final : public candidate_source {
  public:

@@ -29,6 +29,7 @@ constexpr const char* footer = R"(Examples:
   kopt show campaign 3
   kopt show candidate 42
   kopt log 3
+  kopt doctor            (what this kopt found, and what is wrong)
 
 Database: --db PATH, else $KOPT_DB, else $XDG_STATE_HOME/kopt/kopt.db,
 else ~/.local/state/kopt/kopt.db.
@@ -176,6 +177,8 @@ application build_app() {
   register_kb(app, ctx, *a.status);
   register_daemon(app, ctx, *a.status);
   register_agent(app, ctx, *a.status);
+  register_doctor(app, ctx, *a.status);
+  register_sbatch_worker(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER
   register_eval(app, ctx, *a.status);
   register_bench(app, ctx, *a.status);

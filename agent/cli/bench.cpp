@@ -28,12 +28,10 @@
 #include "cli/commands.hpp"
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::cli {
 
@@ -70,8 +68,7 @@ std::vector<fs::path> discover(const fs::path& dir) {
 
 std::string default_suite() {
   if (fs::is_directory("configs/bench")) return "configs/bench";
-  const fs::path src = fs::path(KOPT_SOURCE_DIR) / "configs/bench";
-  if (!std::string(KOPT_SOURCE_DIR).empty() && fs::is_directory(src)) return src.string();
+  if (const auto d = data::find_dir(data::kind::bench); !d.empty()) return d.string();
   return "configs/bench";
 }
 

@@ -34,6 +34,8 @@ void register_research(CLI::App& app, context& ctx,
 void register_kb(CLI::App& app, context& ctx, exit_status& status);  // kb search show lint
 void register_prompt(CLI::App& app, context& ctx, exit_status& status);  // prompt render
 void register_daemon(CLI::App& app, context& ctx, exit_status& status);  // daemon pause resume cancel
+void register_doctor(CLI::App& app, context& ctx, exit_status& status);  // doctor
+void register_sbatch_worker(CLI::App& app, context& ctx, exit_status& status);  // sbatch-worker (Slurm)
 void register_run(CLI::App& app, context& ctx, exit_status& status);  // run (needs the worker build)
 void register_profile(CLI::App& app, context& ctx, exit_status& status);  // profile (worker build)
 void register_eval(CLI::App& app, context& ctx,

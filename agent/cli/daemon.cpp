@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "daemon/config.hpp"
 #include "daemon/queue.hpp"
@@ -65,7 +66,7 @@ void register_daemon(CLI::App& app, context& ctx, exit_status& status) {
                 "validate the config, print it with defaults filled in, and exit");
   cmd->footer(R"(Runs until SIGTERM or SIGINT (finishes or checkpoints the current steps, exits 0).
 SIGHUP reloads limits, providers and log settings from the same file.
-Under systemd use Type=notify (configs/kopt-daemon.service): READY=1 after the
+Under systemd use Type=notify (the packaged kopt-daemon.service): READY=1 after the
 store is migrated and a worker answered; watchdog pings from the scheduling loop.
 The database is <state_dir>/kopt.db (the config's "database"); --db is not used.
 Point the other commands at it: export KOPT_DB=<state_dir>/kopt.db.
@@ -79,7 +80,18 @@ Exit codes: 0 stopped cleanly, 1 invalid config or cannot start (lock held, port
       std::cerr << "kopt: --db is ignored by kopt daemon (the config's database is used)\n";
     for (const auto& w : daemon::config_warnings(cfg)) std::cerr << "kopt: WARNING: " << w << '\n';
     if (o->check) {
-      print_json(cfg.to_json());
+      // The data the daemon's campaigns will read, as common/data_paths
+      // finds it for this binary (kopt doctor explains each choice).
+      nlohmann::json j = cfg.to_json();
+      const std::string peaks = data::peaks_file(cfg.worker.peaks_file);
+      const auto prompts = data::find_dir(data::kind::prompts);
+      const auto kb = data::find_dir(data::kind::techniques);
+      j["data"] = {{"peaks_file", peaks.empty() ? nlohmann::json(nullptr) : nlohmann::json(peaks)},
+                   {"prompts", prompts.empty() ? nlohmann::json(nullptr) : nlohmann::json(prompts.string())},
+                   {"knowledge_base", kb.empty() ? nlohmann::json(nullptr) : nlohmann::json(kb.string())}};
+      print_json(j);
+      if (peaks.empty() || prompts.empty() || kb.empty())
+        std::cerr << "kopt: warning: the daemon's data is incomplete (see \"data\"; kopt doctor says why)\n";
       return;
     }
     daemon::service svc(std::move(cfg));

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/exit_codes.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
@@ -20,9 +21,6 @@
 #include "runner/sanitize.hpp"
 #include "runner/worker_client.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::cli {
 
@@ -89,23 +87,6 @@ std::vector<std::string> resolve_workloads(const config::operator_config& op, co
   std::vector<std::string> all;
   for (const auto& w : op.workloads) all.push_back(w.id);
   return all;
-}
-
-std::string find_peaks_file(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d && *d)
-    tries.emplace_back(std::filesystem::path(d) / "hardware/gpus.json");
-  tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs/hardware/gpus.json");
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / "../share/kopt/hardware/gpus.json");
-    tries.emplace_back(exe / "../../configs/hardware/gpus.json");
-  } catch (const std::exception&) {
-  }
-  for (const auto& p : tries)
-    if (std::filesystem::exists(p)) return p.string();
-  return "";
 }
 
 namespace {
@@ -492,7 +473,7 @@ eval_outcome run_evaluation(const config::operator_config& op,
         t.compile_ms = std::max(t.compile_ms, c.value("duration_ms", 0.0));
       }
       if (rep == 0) {
-        if (const auto pf = find_peaks_file(o.peaks_file); !pf.empty())
+        if (const auto pf = data::peaks_file(o.peaks_file); !pf.empty())
           peaks = harness::find_peaks(harness::load_peak_table(pf),
                                       out.report.device.value("name", ""));
         if (!peaks)

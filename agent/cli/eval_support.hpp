@@ -64,8 +64,6 @@ std::vector<runner::subject_spec> config_subjects(const config::operator_config&
 std::vector<std::string> resolve_workloads(const config::operator_config& op, const std::vector<std::string>& wanted,
                                            const std::string& config_file);
 
-// Finds configs/hardware/gpus.json (or the --peaks file).
-std::string find_peaks_file(const std::string& flag);
 
 // The campaign session's settings for `kopt run` (run.cpp): the
 // --llm-config file's "llm" section (or the whole file), kopt's own

@@ -17,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "cli/render.hpp"
 #include "cli/shared.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "config/operator.hpp"
@@ -31,32 +32,6 @@ using nlohmann::json;
 struct prompt_options : prompt_request {
   bool json = false;
 };
-
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
-
-std::filesystem::path find_peak_table(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d != nullptr && *d != '\0')
-    tries.emplace_back(std::filesystem::path(d) / "hardware" / "gpus.json");
-  if (std::string_view(KOPT_SOURCE_DIR).size() > 0)
-    tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs" / "hardware" / "gpus.json");
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / ".." / "share" / "kopt" / "hardware" / "gpus.json");
-  } catch (const std::exception&) {
-    // No /proc/self/exe: the other locations only.
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(p, ec)) return p;
-  }
-  throw kopt::config_error(
-      "no GPU peak table found (configs/hardware/gpus.json); pass --peaks FILE or set "
-      "KOPT_DATA_DIR");
-}
 
 // One evaluation per workload into `best`: the full stage over others, then
 // the newest.
@@ -178,7 +153,11 @@ rendered_prompt render_prompt(const prompt_request& o, const context& ctx) {
   // The campaign session's prompt half, so that this is what a campaign sends.
   campaign::session_options so;
   so.prompts_dir = o.prompts_dir;
-  so.peaks_file = find_peak_table(o.peaks_file).string();
+  so.peaks_file = data::peaks_file(o.peaks_file);
+  if (so.peaks_file.empty())
+    throw kopt::config_error("no GPU peak table found (hardware/gpus.json; looked in: " +
+                             data::find(data::kind::hardware).looked_in() +
+                             "); pass --peaks FILE or set KOPT_DATA_DIR (kopt doctor shows the lookup)");
   so.gpu_name = o.gpu;
   so.kb_directories = {o.kb_dirs.begin(), o.kb_dirs.end()};
   const campaign::prompt_builder prompts(op, so, json::object(), campaign::default_directives());

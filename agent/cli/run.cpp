@@ -23,6 +23,7 @@
 #include "cli/eval_support.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/shared.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 
@@ -71,7 +72,7 @@ campaign::session_options run_session_options(const std::string& provider,
     so.llm_section = j.contains("llm") ? j.at("llm") : j;
     so.llm_base_dir = std::filesystem::path(llm_config).parent_path();
   }
-  so.peaks_file = find_peaks_file(run.peaks_file);
+  so.peaks_file = data::peaks_file(run.peaks_file);
   so.counters = counters;
   so.base_seed = run.base_seed;
   return so;
@@ -159,7 +160,7 @@ Exit codes: 0 finished or paused, 1 invalid config, 5 no GPU (after compile chec
     wo.min_time_s = o->run.min_time_s;
     wo.max_time_s = o->run.max_time_s;
     wo.launch_timeout_ms = o->run.launch_timeout_ms;
-    wo.peaks_file = find_peaks_file(o->run.peaks_file);
+    wo.peaks_file = data::peaks_file(o->run.peaks_file);
     const campaign::evaluator_factory local_worker = [&wo](const config::operator_config& cfg,
                                                            const campaign::evaluator_spec& spec) {
       auto w = wo;

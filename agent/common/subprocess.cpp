@@ -56,6 +56,9 @@ bool allowed_name(std::string_view name, const std::vector<std::string>& extra) 
   if (starts("LC_") || starts("KOPT_WORKER_") || starts("ASAN_") || starts("UBSAN_")) return true;
   // CUDA_* configures the driver/JIT cache; none of it is a credential.
   if (starts("CUDA_")) return true;
+  // SLURM_*: an `srun` launch prefix needs SLURM_CONF and, when the daemon
+  // runs inside an allocation, its job's variables. SLURM_JWT is a token.
+  if (starts("SLURM_") && name != "SLURM_JWT") return true;
   return false;
 }
 

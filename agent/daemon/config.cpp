@@ -136,13 +136,18 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
            "must be \"worker\" (GPU workers) or \"fake\" (tests only: no GPU, made-up times)");
 
   const reader w = r.sub("worker");
-  w.only({"exe", "launch_prefix", "cache_dir", "hello_timeout_s", "silence_timeout_s",
+  w.only({"exe", "launch_prefix", "gpu", "cache_dir", "hello_timeout_s", "silence_timeout_s",
           "max_restarts", "seeds", "min_time_s", "max_time_s", "launch_timeout_ms", "peaks_file",
           "counters"});
   c.worker.exe = resolve(base, w.str("exe", "")).string();
   c.worker.launch_prefix = w.strings("launch_prefix");
-  c.worker.cache_dir = w.has("cache_dir") ? resolve(base, w.str("cache_dir", "")).string()
-                                          : (c.state_dir / "cache").string();
+  c.worker.gpu = w.str("gpu", "index");
+  if (c.worker.gpu != "index" && c.worker.gpu != "auto")
+    w.fail("gpu", "must be \"index\" (--gpu <slot>) or \"auto\" (the GPU Slurm gave the worker)");
+  if (w.has("cache_dir"))
+    c.worker.cache_dir = resolve(base, w.str("cache_dir", "")).string();
+  else if (c.worker.launch_prefix.empty())
+    c.worker.cache_dir = (c.state_dir / "cache").string();
   c.worker.hello_timeout_s = w.num("hello_timeout_s", 180, 1, 3600);
   c.worker.silence_timeout_s = w.num("silence_timeout_s", 600, 1, 86400);
   c.worker.max_restarts = static_cast<int>(w.integer("max_restarts", 8, 1, 1000));
@@ -348,6 +353,7 @@ json daemon_config::to_json() const {
           {"worker",
            {{"exe", worker.exe},
             {"launch_prefix", worker.launch_prefix},
+            {"gpu", worker.gpu},
             {"cache_dir", worker.cache_dir},
             {"hello_timeout_s", worker.hello_timeout_s},
             {"silence_timeout_s", worker.silence_timeout_s},

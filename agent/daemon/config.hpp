@@ -20,7 +20,14 @@ namespace kopt::daemon {
 struct worker_settings {
   std::string exe;                         // empty: kopt-worker beside kopt ($KOPT_WORKER)
   std::vector<std::string> launch_prefix;  // e.g. ["srun", "--gres=gpu:1", "-N1", "--exclusive"]
-  std::string cache_dir;                   // empty: <state_dir>/cache
+  // "index": `--gpu <slot index>` (a whole node, `ssh node`); "auto":
+  // `--gpu auto`, the GPU the launch prefix's resource manager gave the
+  // worker (srun --gres=gpu:1).
+  std::string gpu = "index";
+  // Default <state_dir>/cache; with a launch prefix empty, i.e. the worker's
+  // own default on its node ($KOPT_CACHE_DIR, ~/.cache/kopt): workers
+  // compile the sources of each request themselves, so no shared FS is needed.
+  std::string cache_dir;
   double hello_timeout_s = 180;
   double silence_timeout_s = 600;
   int max_restarts = 8;  // per request (worker_client)

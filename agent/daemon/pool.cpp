@@ -10,6 +10,7 @@
 
 #include "campaign/dropout.hpp"
 #include "campaign/worker_evaluator.hpp"
+#include "common/data_paths.hpp"
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
 #include "runner/evaluation.hpp"
@@ -49,32 +50,10 @@ json slot_stats::to_json() const {
 
 namespace {
 
-// The GPU peak table, as `kopt eval` finds it.
-std::string find_peaks_file(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d && *d)
-    tries.emplace_back(std::filesystem::path(d) / "hardware/gpus.json");
-#ifdef KOPT_SOURCE_DIR
-  tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "configs/hardware/gpus.json");
-#endif
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / "../share/kopt/hardware/gpus.json");
-    tries.emplace_back(exe / "../../configs/hardware/gpus.json");
-  } catch (const std::exception&) {
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::exists(p, ec)) return p.string();
-  }
-  return "";
-}
-
 }  // namespace
 
 std::string peaks_file_for(const daemon_config& cfg) {
-  return find_peaks_file(cfg.worker.peaks_file);
+  return data::peaks_file(cfg.worker.peaks_file);
 }
 
 namespace {
@@ -98,6 +77,7 @@ gpu_pool::gpu_pool(const daemon_config& cfg, const std::atomic<bool>& stopping)
       o.worker_exe = cfg.worker.exe;
       o.launch_prefix = cfg.worker.launch_prefix;
       o.gpu = g;
+      o.gpu_auto = cfg.worker.gpu == "auto";
       o.cache_dir = cfg.worker.cache_dir;
       o.hello_timeout =
           std::chrono::seconds(static_cast<std::int64_t>(std::ceil(cfg.worker.hello_timeout_s)));
@@ -132,7 +112,7 @@ void gpu_pool::start_slot(slot& s) {
   try {
     if (s.client) {
       device = s.client->start().device;
-      if (const auto pf = find_peaks_file(cfg_.worker.peaks_file); !pf.empty())
+      if (const auto pf = data::peaks_file(cfg_.worker.peaks_file); !pf.empty())
         peaks = harness::find_peaks(harness::load_peak_table(pf), device.value("name", ""));
       if (!peaks)
         spdlog::warn(

@@ -38,12 +38,13 @@ completion llm_client::call(const request& r) {
     record(r, out, started);
     return out;
   }
-  const std::int64_t worst_tokens = worst_case_prompt_tokens(r) + r.max_tokens;
+  const std::int64_t worst_output = provider_->worst_case_output_tokens(r);
+  const std::int64_t worst_tokens = worst_case_prompt_tokens(r) + worst_output;
   double worst_cost = 0;
   if (price_) {
     usage w;
     w.prompt = worst_case_prompt_tokens(r);
-    w.completion = r.max_tokens;
+    w.completion = worst_output;
     worst_cost = cost_usd(w, *price_);
   }
   if (opts_.campaign_budget != nullptr) {
@@ -78,6 +79,7 @@ completion llm_client::call(const request& r) {
   }
   out.error = redact_.apply(out.error);
   out.text = redact_.apply(out.text);
+  for (std::string& t : out.texts) t = redact_.apply(t);
   out.reasoning = redact_.apply(out.reasoning);
   if (out.status == call_status::permanent) {
     std::lock_guard lock(mu_);
@@ -104,12 +106,14 @@ std::optional<std::int64_t> llm_client::record(const request& r, const completio
   rec.provider = provider_->name();
   rec.model = c.model.empty() ? provider_->model() : c.model;
   rec.tag = r.tag;
+  rec.meta = r.meta;
   rec.iteration_id = r.iteration_id;
   rec.prompt =
       redact_.apply(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   rec.prompt_sha256 =
       sha256_hex(prompt_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   rec.response = c.text;
+  rec.texts = c.texts;
   rec.reasoning = c.reasoning;
   rec.stop_reason = c.stop_reason;
   rec.status = c.status;

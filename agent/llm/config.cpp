@@ -54,6 +54,91 @@ std::chrono::milliseconds seconds(const json& j, const char* key, const std::str
   return std::chrono::milliseconds{static_cast<std::int64_t>(s * 1000.0)};
 }
 
+// The fields for reasoning models, caching and gateways (docs/providers.md).
+void parse_reasoning_fields(const json& j, provider_config& c) {
+  const bool openai = c.kind == "openai";
+  const bool anthropic = c.kind == "anthropic";
+  c.api = get_string(j, "api", "llm", c.api);
+  if (c.api != "chat" && c.api != "responses")
+    throw config_error("llm.api is \"" + c.api + "\"; expected chat or responses");
+  if (c.api == "responses" && !openai && j.contains("api"))
+    throw config_error("llm.api \"responses\" is OpenAI's Responses API: it needs provider openai");
+  c.max_tokens_field = get_string(j, "max_tokens_field", "llm", c.max_tokens_field);
+  if (c.max_tokens_field != "auto" && c.max_tokens_field != "max_tokens" &&
+      c.max_tokens_field != "max_completion_tokens") {
+    throw config_error("llm.max_tokens_field is \"" + c.max_tokens_field +
+                       "\"; expected auto, max_tokens or max_completion_tokens");
+  }
+  c.reasoning_effort = get_string(j, "reasoning_effort", "llm");
+  if (!c.reasoning_effort.empty()) {
+    static const char* known[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+    if (std::none_of(std::begin(known), std::end(known),
+                     [&](const char* k) { return c.reasoning_effort == k; })) {
+      throw config_error("llm.reasoning_effort is \"" + c.reasoning_effort +
+                         "\"; expected none, minimal, low, medium, high or xhigh");
+    }
+    if (!openai)
+      throw config_error(
+          "llm.reasoning_effort is an OpenAI field; for provider anthropic use "
+          "llm.thinking.budget_tokens");
+  }
+  if (const auto e = j.find("extra_body"); e != j.end()) {
+    if (!e->is_object())
+      throw config_error("llm.extra_body must be an object (merged into each request body)");
+    // Fields whose answer kopt parses or that it sets per call: a gateway
+    // field must not change the shape of the response.
+    for (const char* owned :
+         {"model", "messages", "input", "instructions", "system", "stream", "stream_options", "n",
+          "max_tokens", "max_completion_tokens", "max_output_tokens"}) {
+      if (e->contains(owned)) {
+        throw config_error(std::string("llm.extra_body.") + owned +
+                           " is set by kopt itself; use the llm field for it (max_tokens, "
+                           "stream, n, model) or leave it out");
+      }
+    }
+    c.extra_body = *e;
+  }
+  if (const auto n = j.find("n"); n != j.end()) {
+    if (!n->is_number_integer() || n->get<std::int64_t>() < 1 || n->get<std::int64_t>() > 16)
+      throw config_error("llm.n must be an integer from 1 to 16 (answers per call)");
+    c.n = n->get<int>();
+    if (c.n > 1 && (!openai || c.api != "chat"))
+      throw config_error(
+          "llm.n > 1 needs provider openai with api chat (the Responses and "
+          "Anthropic APIs give one answer per call)");
+  }
+  if (const auto t = j.find("thinking"); t != j.end()) {
+    if (!anthropic)
+      throw config_error(
+          "llm.thinking is Anthropic's extended thinking; for OpenAI models use "
+          "llm.reasoning_effort (or extra_body for other servers)");
+    if (t->is_boolean() && !t->get<bool>()) {
+      c.thinking_budget_tokens = 0;
+    } else {
+      if (!t->is_object())
+        throw config_error("llm.thinking must be {\"budget_tokens\": N} (or false)");
+      check_keys(*t, "llm.thinking", {"type", "budget_tokens"});
+      const std::string type = get_string(*t, "type", "llm.thinking", "enabled");
+      if (type != "enabled" && type != "disabled")
+        throw config_error("llm.thinking.type must be enabled or disabled");
+      if (type == "enabled") {
+        if (!t->contains("budget_tokens"))
+          throw config_error("llm.thinking.budget_tokens is required (at least 1024)");
+        c.thinking_budget_tokens =
+            static_cast<std::int64_t>(get_number(*t, "budget_tokens", "llm.thinking", 0, 1024));
+      }
+    }
+  }
+  if (const auto pc = j.find("prompt_cache"); pc != j.end()) {
+    if (!pc->is_boolean()) throw config_error("llm.prompt_cache must be true or false");
+    c.prompt_cache = pc->get<bool>();
+  }
+  c.cache_ttl = get_string(j, "cache_ttl", "llm");
+  if (!c.cache_ttl.empty() && c.cache_ttl != "5m" && c.cache_ttl != "1h")
+    throw config_error("llm.cache_ttl must be \"5m\" or \"1h\"");
+  if (c.cache_ttl == "5m") c.cache_ttl.clear();  // the API's default: send nothing
+}
+
 }  // namespace
 
 provider_config parse_provider_config(const json& j, const std::filesystem::path& base_dir) {
@@ -63,7 +148,10 @@ provider_config parse_provider_config(const json& j, const std::filesystem::path
              {"provider", "model", "base_url", "api_key_env", "api_key_file", "anthropic_version",
               "stream", "max_tokens", "temperature", "timeouts", "retry", "limits", "prices",
               "max_response_bytes", "ca_bundle", "command", "command_timeout_s", "max_output_bytes",
-              "transcript"});
+              "transcript", "api", "max_tokens_field", "reasoning_effort", "extra_body", "n",
+              "thinking", "prompt_cache", "cache_ttl",
+              // read by parse_router_config (router.hpp), not here:
+              "models", "selection", "escalation", "diversity"});
   provider_config c;
   c.kind = get_string(j, "provider", w, "autotune");
   if (c.kind != "openai" && c.kind != "anthropic" && c.kind != "command" && c.kind != "replay" &&
@@ -79,8 +167,9 @@ provider_config parse_provider_config(const json& j, const std::filesystem::path
   }
   c.api_key_env = get_string(j, "api_key_env", w);
   c.api_key_file = get_string(j, "api_key_file", w);
+  // "$CREDENTIALS_DIRECTORY/..." is expanded when the key is read (systemd).
   if (!c.api_key_file.empty() && std::filesystem::path(c.api_key_file).is_relative() &&
-      !base_dir.empty()) {
+      c.api_key_file[0] != '$' && !base_dir.empty()) {
     c.api_key_file = (base_dir / c.api_key_file).string();
   }
   if (j.contains("api_key"))
@@ -150,6 +239,8 @@ provider_config parse_provider_config(const json& j, const std::filesystem::path
                        ? base_dir / t
                        : std::filesystem::path(t);
   }
+
+  parse_reasoning_fields(j, c);
 
   if ((c.kind == "openai" || c.kind == "anthropic") && c.model.empty()) {
     throw config_error("llm.model is required for provider " + c.kind);

@@ -77,7 +77,8 @@ std::string endpoint_url(const provider_config& cfg) {
   if (cfg.kind == "openai") {
     const std::string base =
         strip_slashes(cfg.base_url.empty() ? "https://api.openai.com/v1" : cfg.base_url);
-    return ends_with(base, "/chat/completions") ? base : base + "/chat/completions";
+    const std::string path = cfg.api == "responses" ? "/responses" : "/chat/completions";
+    return ends_with(base, path) ? base : base + path;
   }
   if (cfg.kind == "anthropic") {
     std::string base =
@@ -128,7 +129,7 @@ completion http_provider::complete(const request& r) {
   const int max_attempts = std::max(1, cfg_.retry.max_attempts);
 
   for (int attempt = 1;; ++attempt) {
-    limiter_.acquire(prompt_estimate + r.max_tokens);
+    limiter_.acquire(prompt_estimate + worst_case_output_tokens(r));
     out.attempts = attempt;
 
     attempt_outcome a;
@@ -235,6 +236,7 @@ completion http_provider::complete(const request& r) {
     if (a.ok) {
       out.status = call_status::ok;
       out.text = std::move(a.answer.text);
+      out.texts = std::move(a.answer.texts);
       out.reasoning = std::move(a.answer.reasoning);
       out.stop_reason = std::move(a.answer.stop_reason);
       out.model = a.answer.model.empty() ? model() : std::move(a.answer.model);
@@ -243,7 +245,9 @@ completion http_provider::complete(const request& r) {
         // The API gave no usage (a stream without include_usage support):
         // estimate, so that the budget still moves.
         u.prompt = prompt_estimate;
-        u.completion = estimate_tokens(out.text.size() + out.reasoning.size());
+        std::size_t answer_bytes = out.text.size() + out.reasoning.size();
+        for (std::size_t i = 1; i < out.texts.size(); ++i) answer_bytes += out.texts[i].size();
+        u.completion = estimate_tokens(answer_bytes);
         u.reported = false;
       }
       out.tokens += u;
@@ -296,17 +300,47 @@ std::vector<std::string> openai_provider::headers() const {
   return h;
 }
 
+openai_options openai_provider::options_for(const provider_config& cfg) {
+  openai_options o;
+  const bool reasoning = is_openai_reasoning_model(cfg.model) || !cfg.reasoning_effort.empty();
+  o.max_tokens_field = cfg.max_tokens_field == "auto"
+                           ? (reasoning ? "max_completion_tokens" : "max_tokens")
+                           : cfg.max_tokens_field;
+  o.reasoning_effort = cfg.reasoning_effort;
+  // OpenAI's reasoning models answer 400 to any temperature; a model behind
+  // another server with reasoning_effort set may take one, so only the
+  // model family decides.
+  o.send_temperature = !is_openai_reasoning_model(cfg.model);
+  o.extra_body = cfg.extra_body;
+  return o;
+}
+
+int openai_provider::answers_per_call() const {
+  return config().api == "responses" ? 1 : std::max(1, config().n);
+}
+
+std::int64_t openai_provider::worst_case_output_tokens(const request& r) const {
+  const int n = config().api == "responses" ? 1 : std::max(1, r.n > 0 ? r.n : config().n);
+  return r.max_tokens * n;
+}
+
 json openai_provider::body(const request& r) const {
   request q = r;
   if (!q.temperature) q.temperature = config().temperature;
-  return openai_request_body(q, model(), config().stream);
+  if (q.n <= 0) q.n = config().n;
+  if (config().api == "responses") {
+    q.n = 1;  // the Responses API has no n
+    return responses_request_body(q, model(), config().stream, options_for(config()));
+  }
+  return openai_request_body(q, model(), config().stream, options_for(config()));
 }
 
 parse_result openai_provider::parse(std::string_view b) const {
-  return parse_openai_response(b);
+  return config().api == "responses" ? parse_responses_response(b) : parse_openai_response(b);
 }
 
 std::unique_ptr<stream_accumulator> openai_provider::make_accumulator() const {
+  if (config().api == "responses") return std::make_unique<responses_stream_accumulator>();
   return std::make_unique<openai_stream_accumulator>();
 }
 
@@ -324,10 +358,23 @@ std::vector<std::string> anthropic_provider::headers() const {
   return h;
 }
 
+anthropic_options anthropic_provider::options_for(const provider_config& cfg) {
+  anthropic_options o;
+  o.thinking_budget_tokens = cfg.thinking_budget_tokens;
+  o.prompt_cache = cfg.prompt_cache;
+  o.cache_ttl = cfg.cache_ttl;
+  o.extra_body = cfg.extra_body;
+  return o;
+}
+
+std::int64_t anthropic_provider::worst_case_output_tokens(const request& r) const {
+  return r.max_tokens + config().thinking_budget_tokens;
+}
+
 json anthropic_provider::body(const request& r) const {
   request q = r;
   if (!q.temperature) q.temperature = config().temperature;
-  return anthropic_request_body(q, model(), config().stream);
+  return anthropic_request_body(q, model(), config().stream, options_for(config()));
 }
 
 parse_result anthropic_provider::parse(std::string_view b) const {

@@ -1,10 +1,10 @@
 // Providers: one interface over every way kopt gets an answer. `openai`
 // (Chat Completions at any base URL: OpenAI, vLLM, llama.cpp server, Ollama,
-// gateways), `anthropic` (Messages API), `command` (an agent CLI fed the
-// prompt on stdin, no shell), `replay` (a recorded JSONL transcript) and
-// `autotune` (no model at all; the default, so kopt runs without a key).
-// A provider makes one logical call, with its own retries for the network
-// ones; budget, concurrency, cost and recording are the client's (client.hpp).
+// Gemini's OpenAI-compatible endpoint, gateways; or OpenAI's Responses API), `anthropic` (Messages
+// API), `command` (an agent CLI fed the prompt on stdin, no shell), `replay` (a recorded JSONL
+// transcript) and `autotune` (no model at all; the default, so kopt runs without a key). A provider
+// makes one logical call, with its own retries for the network ones; budget, concurrency, cost and
+// recording are the client's (client.hpp).
 #pragma once
 
 #include <chrono>
@@ -24,6 +24,7 @@
 #include "llm/retry.hpp"
 #include "llm/secrets.hpp"
 #include "llm/types.hpp"
+#include "llm/wire.hpp"
 
 namespace kopt::llm {
 
@@ -38,6 +39,18 @@ struct provider_config {
   bool stream = false;
   std::int64_t max_tokens = 8192;
   std::optional<double> temperature;
+  // openai: which API (chat: /chat/completions; responses: /responses).
+  std::string api = "chat";
+  // openai chat: auto sends max_completion_tokens to reasoning models (and
+  // whenever reasoning_effort is set), max_tokens to the others.
+  std::string max_tokens_field = "auto";  // auto | max_tokens | max_completion_tokens
+  std::string reasoning_effort;           // none | minimal | low | medium | high | xhigh
+  nlohmann::json extra_body = nlohmann::json::object();  // merged into every request body
+  int n = 1;  // openai chat: answers per call (the server must support `n`)
+  // anthropic
+  std::int64_t thinking_budget_tokens = 0;  // > 0: extended thinking with this budget
+  bool prompt_cache = true;                 // cache_control breakpoints on the stable prefix
+  std::string cache_ttl;                    // "" (5 minutes) or "1h"
   http_timeouts timeouts;
   retry_policy retry;
   std::size_t max_response_bytes = 8u << 20;
@@ -68,6 +81,11 @@ class provider {
   virtual completion complete(const request& r) = 0;
   // Secrets this provider holds, for redaction and environment scrubbing.
   virtual std::vector<std::string> secrets() const { return {}; }
+  // The most output tokens one call may bill (the budget's worst case):
+  // more than max_tokens with n answers or a thinking budget.
+  virtual std::int64_t worst_case_output_tokens(const request& r) const { return r.max_tokens; }
+  // How many answers one call gives when the request leaves n at 0.
+  virtual int answers_per_call() const { return 1; }
 
  protected:
   provider(std::string name, std::string model)
@@ -113,6 +131,10 @@ class openai_provider final : public http_provider {
  public:
   openai_provider(const provider_config& cfg, std::string key, http_transport& transport,
                   time_source& time);
+  // What this config sends besides the prompt (max_tokens field resolved).
+  static openai_options options_for(const provider_config& cfg);
+  std::int64_t worst_case_output_tokens(const request& r) const override;
+  int answers_per_call() const override;
 
  protected:
   std::vector<std::string> headers() const override;
@@ -125,6 +147,8 @@ class anthropic_provider final : public http_provider {
  public:
   anthropic_provider(const provider_config& cfg, std::string key, http_transport& transport,
                      time_source& time);
+  static anthropic_options options_for(const provider_config& cfg);
+  std::int64_t worst_case_output_tokens(const request& r) const override;
 
  protected:
   std::vector<std::string> headers() const override;

@@ -13,27 +13,30 @@ nlohmann::json prompt_json(const request& r) {
 }
 
 nlohmann::json to_json(const call_record& r) {
-  return {{"provider", r.provider},
-          {"model", r.model},
-          {"tag", r.tag},
-          {"prompt", r.prompt},
-          {"prompt_sha256", r.prompt_sha256},
-          {"response", r.response},
-          {"reasoning", r.reasoning},
-          {"stop_reason", r.stop_reason},
-          {"status", call_status_name(r.status)},
-          {"http_status", r.http_status},
-          {"attempts", r.attempts},
-          {"usage",
-           {{"prompt", r.tokens.prompt},
-            {"completion", r.tokens.completion},
-            {"cached", r.tokens.cached},
-            {"cache_write", r.tokens.cache_write},
-            {"reasoning", r.tokens.reasoning},
-            {"reported", r.tokens.reported}}},
-          {"cost_usd", r.cost_usd},
-          {"latency_ms", r.latency.count()},
-          {"error", r.error}};
+  nlohmann::json j = {{"provider", r.provider},
+                      {"model", r.model},
+                      {"tag", r.tag},
+                      {"prompt", r.prompt},
+                      {"prompt_sha256", r.prompt_sha256},
+                      {"response", r.response},
+                      {"reasoning", r.reasoning},
+                      {"stop_reason", r.stop_reason},
+                      {"status", call_status_name(r.status)},
+                      {"http_status", r.http_status},
+                      {"attempts", r.attempts},
+                      {"usage",
+                       {{"prompt", r.tokens.prompt},
+                        {"completion", r.tokens.completion},
+                        {"cached", r.tokens.cached},
+                        {"cache_write", r.tokens.cache_write},
+                        {"reasoning", r.tokens.reasoning},
+                        {"reported", r.tokens.reported}}},
+                      {"cost_usd", r.cost_usd},
+                      {"latency_ms", r.latency.count()},
+                      {"error", r.error}};
+  if (!r.texts.empty()) j["texts"] = r.texts;
+  if (r.meta.is_object() && !r.meta.empty()) j["meta"] = r.meta;
+  return j;
 }
 
 std::vector<call_record> memory_recorder::records() const {

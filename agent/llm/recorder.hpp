@@ -24,7 +24,9 @@ struct call_record {
   std::optional<std::int64_t> iteration_id;  // the request's iteration row
   std::string prompt;                        // prompt_json(request) serialised
   std::string prompt_sha256;
-  std::string response;  // the answer text
+  std::string response;            // the answer text (the first when the call asked for n > 1)
+  std::vector<std::string> texts;  // every answer of an n > 1 call; else empty
+  nlohmann::json meta = nlohmann::json::object();  // the request's meta (what the caller showed)
   std::string reasoning;
   std::string stop_reason;
   call_status status = call_status::ok;

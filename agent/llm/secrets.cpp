@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "common/error.hpp"
 
@@ -30,7 +31,24 @@ bool key_char(char c) {
 
 }  // namespace
 
-std::string load_api_key(const std::string& env_name, const std::string& file) {
+std::string expand_credentials_path(const std::string& file) {
+  for (std::string_view prefix : {"$CREDENTIALS_DIRECTORY/", "${CREDENTIALS_DIRECTORY}/"}) {
+    if (file.rfind(prefix, 0) != 0) continue;
+    const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+    if (dir == nullptr || *dir == '\0') {
+      throw config_error("api_key_file " + file +
+                         ": $CREDENTIALS_DIRECTORY is not set; under systemd add "
+                         "LoadCredential=NAME:/path/to/key to the unit (docs/daemon.md)");
+    }
+    return std::string(dir) + "/" + file.substr(prefix.size());
+  }
+  return file;
+}
+
+std::string load_api_key(const std::string& env_name, const std::string& file_setting) {
+  const std::string file = expand_credentials_path(file_setting);
+  // systemd's credentials: root-owned, read through an ACL (see the header).
+  const bool from_systemd = file != file_setting;
   if (!file.empty()) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
@@ -42,7 +60,9 @@ std::string load_api_key(const std::string& env_name, const std::string& file) {
       ::close(fd);
       throw config_error("cannot stat API key file " + file + ": " + std::strerror(e));
     }
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    const bool safe = from_systemd ? (S_ISREG(st.st_mode) && (st.st_mode & 022) == 0)
+                                   : (S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0);
+    if (!safe) {
       ::close(fd);
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));

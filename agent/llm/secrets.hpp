@@ -17,7 +17,17 @@ namespace kopt::llm {
 // Reads the key: from the file when `file` is set, else from the variable
 // `env_name`. Throws kopt::config_error saying what is missing or unsafe
 // (names the variable or file, never prints a value).
+//
+// `file` may start with "$CREDENTIALS_DIRECTORY/" (or the ${...} form): the
+// directory where systemd puts the unit's LoadCredential= files. Such a file
+// is systemd's, not ours: it is owned by root and readable by the service
+// through an ACL, so it is accepted when nobody but its owner can write it,
+// instead of the usual owner-only check (docs/daemon.md, "systemd").
 std::string load_api_key(const std::string& env_name, const std::string& file);
+
+// The file with "$CREDENTIALS_DIRECTORY" replaced; throws when the variable
+// is needed but unset. Other paths are returned as they are.
+std::string expand_credentials_path(const std::string& file);
 
 class redactor {
  public:

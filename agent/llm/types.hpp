@@ -8,7 +8,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +20,11 @@ namespace kopt::llm {
 struct message {
   std::string role;  // "user" or "assistant"
   std::string content;
+  // Byte offsets into `content` where a stable prefix ends (the prompt
+  // templates' {% cache_breakpoint %}). Anthropic gets a cache_control
+  // breakpoint there; APIs that cache prefixes by themselves (OpenAI) see
+  // the same bytes either way. Never part of the recorded prompt.
+  std::vector<std::size_t> cache_breaks = {};
 };
 
 struct request {
@@ -25,7 +32,14 @@ struct request {
   std::vector<message> messages;   // at least one, the last from "user"
   std::int64_t max_tokens = 4096;  // output cap sent to the API
   std::optional<double> temperature;
+  // Answers wanted from this one call (OpenAI Chat Completions' `n`); 0:
+  // the provider's configured `n`. A provider that cannot give several
+  // answers gives one (completion::texts).
+  int n = 0;
   std::string tag;  // free text for the record (campaign/iteration), never sent
+  // What the caller wants recorded with the call (the items it showed, its
+  // dropout draw, its strategy hint, the router's arm); never sent.
+  nlohmann::json meta = nlohmann::json::object();
   // The store row of the campaign iteration this call serves, carried into
   // its record so that every call is linked to its iteration; never sent.
   std::optional<std::int64_t> iteration_id;
@@ -62,7 +76,8 @@ const char* call_status_name(call_status s) noexcept;
 
 struct completion {
   call_status status = call_status::ok;
-  std::string text;         // the answer (concatenated text blocks)
+  std::string text;                // the answer (concatenated text blocks); the first when n > 1
+  std::vector<std::string> texts;  // every answer of an `n` > 1 call, `text` first; else empty
   std::string reasoning;    // reasoning/thinking text when the API returns it separately
   std::string stop_reason;  // as the API names it: stop, length, end_turn, max_tokens, ...
   std::string model;        // as the API reports it
@@ -78,7 +93,11 @@ struct completion {
 
   bool ok() const noexcept { return status == call_status::ok; }
   // True when the answer was cut by the output cap; the loop may say so to the LLM.
-  bool truncated() const noexcept { return stop_reason == "length" || stop_reason == "max_tokens"; }
+  // (Responses API: status "incomplete" with reason max_output_tokens.)
+  bool truncated() const noexcept {
+    return stop_reason == "length" || stop_reason == "max_tokens" ||
+           stop_reason == "max_output_tokens";
+  }
 };
 
 // What a provider can do, so the loop and `kopt llm check` can adapt.

@@ -1,5 +1,6 @@
 #include "llm/wire.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace kopt::llm {
@@ -94,32 +95,140 @@ std::string openai_reasoning(const json& msg) {
   return r;
 }
 
-json messages_json(const request& r) {
-  json msgs = json::array();
-  for (const message& m : r.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  return msgs;
-}
-
 }  // namespace
 
-json openai_request_body(const request& r, const std::string& model, bool stream) {
+bool is_openai_reasoning_model(std::string_view model) noexcept {
+  // Gateways spell "openai/o3" or "azure/gpt-5"; the family is what counts.
+  if (const auto slash = model.rfind('/'); slash != std::string_view::npos)
+    model.remove_prefix(slash + 1);
+  auto starts = [&](std::string_view p) { return model.substr(0, p.size()) == p; };
+  // "o1", "o3-mini", "o4-mini-2025-04-16": the letter o, then a digit.
+  if (model.size() >= 2 && model[0] == 'o' && model[1] >= '1' && model[1] <= '9') return true;
+  // gpt-5 and later are reasoning models; gpt-5-chat-latest is not.
+  if (starts("gpt-5") || starts("gpt-6") || starts("gpt-7"))
+    return model.find("-chat") == std::string_view::npos;
+  return false;
+}
+
+json openai_request_body(const request& r, const std::string& model, bool stream,
+                         const openai_options& o) {
   json msgs = json::array();
   if (!r.system.empty()) msgs.push_back({{"role", "system"}, {"content", r.system}});
   for (const message& m : r.messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  json body = {{"model", model}, {"messages", msgs}, {"max_tokens", r.max_tokens}};
-  if (r.temperature) body["temperature"] = *r.temperature;
+  json body = {{"model", model}, {"messages", msgs}};
+  body[o.max_tokens_field == "max_completion_tokens" ? "max_completion_tokens" : "max_tokens"] =
+      r.max_tokens;
+  if (r.temperature && o.send_temperature) body["temperature"] = *r.temperature;
+  if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
+  if (r.n > 1) body["n"] = r.n;  // (the provider resolved 0 to its configured n)
   if (stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
+  if (o.extra_body.is_object() && !o.extra_body.empty()) body.merge_patch(o.extra_body);
   return body;
 }
 
-json anthropic_request_body(const request& r, const std::string& model, bool stream) {
-  json body = {{"model", model}, {"messages", messages_json(r)}, {"max_tokens", r.max_tokens}};
-  if (!r.system.empty()) body["system"] = r.system;
-  if (r.temperature) body["temperature"] = *r.temperature;
+json responses_request_body(const request& r, const std::string& model, bool stream,
+                            const openai_options& o) {
+  json input = json::array();
+  for (const message& m : r.messages) input.push_back({{"role", m.role}, {"content", m.content}});
+  json body = {{"model", model}, {"input", input}, {"max_output_tokens", r.max_tokens}};
+  if (!r.system.empty()) body["instructions"] = r.system;
+  if (r.temperature && o.send_temperature) body["temperature"] = *r.temperature;
+  if (!o.reasoning_effort.empty()) body["reasoning"] = {{"effort", o.reasoning_effort}};
+  // kopt never chains responses (previous_response_id); do not ask the
+  // vendor to keep each prompt and answer.
+  body["store"] = false;
   if (stream) body["stream"] = true;
+  if (o.extra_body.is_object() && !o.extra_body.empty()) body.merge_patch(o.extra_body);
+  return body;
+}
+
+namespace {
+
+json cache_control(const anthropic_options& o) {
+  json c = {{"type", "ephemeral"}};
+  if (!o.cache_ttl.empty()) c["ttl"] = o.cache_ttl;
+  return c;
+}
+
+bool blank(std::string_view s) {
+  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// The message's content as text blocks cut at its cache breaks, the block
+// before each break carrying a breakpoint. The API refuses empty text
+// blocks, so a break that would make a blank block is dropped.
+json content_blocks(const message& m, const anthropic_options& o, std::size_t max_breaks) {
+  std::vector<std::size_t> cuts;
+  for (const std::size_t b : m.cache_breaks)
+    if (b > 0 && b <= m.content.size()) cuts.push_back(b);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::size_t> kept;
+  std::size_t from = 0;
+  for (const std::size_t c : cuts) {
+    if (blank(std::string_view(m.content).substr(from, c - from))) continue;
+    kept.push_back(c);
+    from = c;
+  }
+  // What follows the last cut must not be blank either: then the last cut
+  // moves to the end of the content (same cached prefix, one block less).
+  if (!kept.empty() && blank(std::string_view(m.content).substr(kept.back())))
+    kept.back() = m.content.size();
+  // The latest breaks cover the longest stable prefixes: keep those.
+  if (kept.size() > max_breaks)
+    kept.erase(kept.begin(), kept.end() - static_cast<long>(max_breaks));
+  if (kept.empty()) return m.content;
+  json blocks = json::array();
+  from = 0;
+  for (const std::size_t c : kept) {
+    blocks.push_back({{"type", "text"},
+                      {"text", m.content.substr(from, c - from)},
+                      {"cache_control", cache_control(o)}});
+    from = c;
+  }
+  if (from < m.content.size())
+    blocks.push_back({{"type", "text"}, {"text", m.content.substr(from)}});
+  return blocks;
+}
+
+}  // namespace
+
+json anthropic_request_body(const request& r, const std::string& model, bool stream,
+                            const anthropic_options& o) {
+  json msgs = json::array();
+  std::size_t last_user = r.messages.size();
+  for (std::size_t i = 0; i < r.messages.size(); ++i)
+    if (r.messages[i].role == "user") last_user = i;
+  const bool cache_system = o.prompt_cache && !r.system.empty();
+  for (std::size_t i = 0; i < r.messages.size(); ++i) {
+    const message& m = r.messages[i];
+    if (o.prompt_cache && i == last_user)
+      msgs.push_back({{"role", m.role}, {"content", content_blocks(m, o, cache_system ? 3 : 4)}});
+    else
+      msgs.push_back({{"role", m.role}, {"content", m.content}});
+  }
+  // With thinking, max_tokens covers thinking and answer: the answer keeps
+  // its own cap on top of the thinking budget (the API wants budget < max).
+  const std::int64_t max_tokens =
+      o.thinking_budget_tokens > 0 ? r.max_tokens + o.thinking_budget_tokens : r.max_tokens;
+  json body = {{"model", model}, {"messages", msgs}, {"max_tokens", max_tokens}};
+  if (cache_system) {
+    body["system"] =
+        json::array({{{"type", "text"}, {"text", r.system}, {"cache_control", cache_control(o)}}});
+  } else if (!r.system.empty()) {
+    body["system"] = r.system;
+  }
+  if (o.thinking_budget_tokens > 0) {
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", o.thinking_budget_tokens}};
+  } else if (r.temperature) {
+    // Extended thinking does not accept a changed temperature.
+    body["temperature"] = *r.temperature;
+  }
+  if (stream) body["stream"] = true;
+  if (o.extra_body.is_object() && !o.extra_body.empty()) body.merge_patch(o.extra_body);
   return body;
 }
 
@@ -162,9 +271,113 @@ parse_result parse_openai_response(std::string_view body) {
   if (const json* c = member(*msg, "content")) r.answer.text = openai_content(*c);
   r.answer.reasoning = openai_reasoning(*msg);
   r.answer.stop_reason = str(c0, "finish_reason");
+  if (choices->size() > 1) {
+    // n > 1: every choice in index order (servers send them in order, but
+    // the index is what says which is which).
+    std::vector<std::pair<std::int64_t, std::string>> all;
+    for (std::size_t i = 0; i < choices->size(); ++i) {
+      const json& c = (*choices)[i];
+      const json* m = member(c, "message");
+      const json* t = m != nullptr ? member(*m, "content") : nullptr;
+      const json* idx = member(c, "index");
+      const std::int64_t at = idx != nullptr && idx->is_number_integer()
+                                  ? idx->get<std::int64_t>()
+                                  : static_cast<std::int64_t>(i);
+      all.emplace_back(at, t != nullptr ? openai_content(*t) : std::string{});
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (auto& [i, t] : all) r.answer.texts.push_back(std::move(t));
+    r.answer.text = r.answer.texts.front();
+  }
   r.answer.model = str(j, "model");
   if (const json* u = member(j, "usage"); u != nullptr) r.answer.tokens = openai_usage(*u);
   r.ok = true;
+  return r;
+}
+
+namespace {
+
+usage responses_usage(const json& u) {
+  usage t;
+  t.reported = u.is_object();
+  t.prompt = count(u, "input_tokens");
+  t.completion = count(u, "output_tokens");
+  if (const json* d = member(u, "input_tokens_details")) t.cached = count(*d, "cached_tokens");
+  if (const json* d = member(u, "output_tokens_details"))
+    t.reasoning = count(*d, "reasoning_tokens");
+  return t;
+}
+
+// A Responses API response object: output items (message, reasoning, tool
+// calls kopt never asks for), status, usage. Returns the problem, if any.
+std::string read_response_object(const json& j, parsed_answer& a, api_error& err) {
+  if (const json* e = member(j, "error"); e != nullptr && !e->is_null()) {
+    err = error_from(*e);
+    return "response carries an error";
+  }
+  const std::string status = str(j, "status");
+  if (status == "failed") {
+    err = {"response_failed", "", "the response failed without an error object"};
+    return "response failed";
+  }
+  const json* output = member(j, "output");
+  if (output == nullptr || !output->is_array()) return "response has no output array";
+  std::string text, reasoning;
+  for (const json& item : *output) {
+    const std::string type = str(item, "type");
+    if (type == "message") {
+      if (const json* content = member(item, "content");
+          content != nullptr && content->is_array()) {
+        for (const json& part : *content) {
+          const std::string pt = str(part, "type");
+          if (pt == "output_text") text += str(part, "text");
+          if (pt == "refusal") text += str(part, "refusal");
+        }
+      }
+    } else if (type == "reasoning") {
+      // OpenAI returns summaries (when asked for); open models served
+      // through the Responses API may return the reasoning text itself.
+      for (const char* field : {"summary", "content"}) {
+        if (const json* parts = member(item, field); parts != nullptr && parts->is_array()) {
+          for (const json& part : *parts) {
+            const std::string t = str(part, "text");
+            if (!t.empty()) reasoning += (reasoning.empty() ? "" : "\n") + t;
+          }
+        }
+      }
+    }
+  }
+  a.text = std::move(text);
+  a.reasoning = std::move(reasoning);
+  if (status == "incomplete") {
+    const json* d = member(j, "incomplete_details");
+    a.stop_reason = d != nullptr ? str(*d, "reason") : std::string{};
+    if (a.stop_reason.empty()) a.stop_reason = "incomplete";
+  } else {
+    a.stop_reason = status.empty() ? "completed" : status;
+  }
+  a.model = str(j, "model");
+  if (const json* u = member(j, "usage"); u != nullptr && u->is_object())
+    a.tokens = responses_usage(*u);
+  return {};
+}
+
+}  // namespace
+
+parse_result parse_responses_response(std::string_view body) {
+  parse_result r;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) {
+    r.problem = "response body is not valid JSON";
+    return r;
+  }
+  if (!j.is_object()) {
+    r.problem = "response body is not a JSON object";
+    return r;
+  }
+  r.problem = read_response_object(j, r.answer, r.error);
+  r.ok = r.problem.empty();
   return r;
 }
 
@@ -208,6 +421,8 @@ void openai_stream_accumulator::on_event(const sse_event& e) {
   if (done_ || failed()) return;
   if (e.data == "[DONE]") {
     done_ = true;
+    // texts[0] is kept in `text` while streaming; the others apart.
+    if (answer_.texts.size() > 1) answer_.texts[0] = answer_.text;
     return;
   }
   const json j = json::parse(e.data, nullptr, false);
@@ -222,17 +437,91 @@ void openai_stream_accumulator::on_event(const sse_event& e) {
   if (answer_.model.empty()) answer_.model = str(j, "model");
   if (const json* choices = member(j, "choices"); choices != nullptr && choices->is_array()) {
     for (const json& c : *choices) {
-      if (const json* d = member(c, "delta"); d != nullptr && d->is_object()) {
-        if (const json* t = member(*d, "content")) answer_.text += openai_content(*t);
-        answer_.reasoning += openai_reasoning(*d);
+      // With n > 1 each chunk's choices say which answer they continue.
+      const json* idx = member(c, "index");
+      const std::int64_t at =
+          idx != nullptr && idx->is_number_integer() ? idx->get<std::int64_t>() : 0;
+      if (at < 0 || at >= 128) {
+        problem_ = "stream chunk with choice index " + std::to_string(at);
+        return;
       }
-      if (const std::string fr = str(c, "finish_reason"); !fr.empty()) answer_.stop_reason = fr;
+      if (const json* d = member(c, "delta"); d != nullptr && d->is_object()) {
+        if (const json* t = member(*d, "content")) {
+          if (at == 0) {
+            answer_.text += openai_content(*t);
+          } else {
+            if (answer_.texts.size() <= static_cast<std::size_t>(at))
+              answer_.texts.resize(static_cast<std::size_t>(at) + 1);
+            answer_.texts[static_cast<std::size_t>(at)] += openai_content(*t);
+          }
+        }
+        if (at == 0) answer_.reasoning += openai_reasoning(*d);
+      }
+      if (const std::string fr = str(c, "finish_reason"); !fr.empty() && at == 0)
+        answer_.stop_reason = fr;
     }
   }
+
   if (const json* u = member(j, "usage"); u != nullptr && u->is_object()) {
     answer_.tokens = openai_usage(*u);
     usage_seen_ = true;
   }
+}
+
+void responses_stream_accumulator::on_event(const sse_event& e) {
+  if (done_ || failed()) return;
+  const json j = json::parse(e.data, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    problem_ = "stream event '" + e.event.substr(0, 64) + "' is not a JSON object";
+    return;
+  }
+  std::string type = str(j, "type");
+  if (type.empty()) type = e.event;
+  if (type == "error") {
+    // {"type":"error","code":...,"message":...}; some servers nest "error".
+    const json* nested = member(j, "error");
+    error_ = error_from(nested != nullptr && nested->is_object() ? *nested : j);
+    if (error_.type == "error") error_.type.clear();
+    if (error_.empty()) error_.message = "error event without details";
+  } else if (type == "response.created" || type == "response.in_progress") {
+    if (const json* r = member(j, "response"); r != nullptr && answer_.model.empty())
+      answer_.model = str(*r, "model");
+  } else if (type == "response.output_text.delta" || type == "response.refusal.delta") {
+    answer_.text += str(j, "delta");
+  } else if (type == "response.reasoning_summary_text.delta" ||
+             type == "response.reasoning_text.delta") {
+    answer_.reasoning += str(j, "delta");
+  } else if (type == "response.completed" || type == "response.incomplete" ||
+             type == "response.failed") {
+    const json* r = member(j, "response");
+    if (r == nullptr || !r->is_object()) {
+      problem_ = "'" + type + "' event without a response object";
+      return;
+    }
+    parsed_answer final_answer;
+    api_error err;
+    const std::string problem = read_response_object(*r, final_answer, err);
+    if (!err.empty()) {
+      error_ = err;
+      return;
+    }
+    if (!problem.empty()) {
+      problem_ = problem;
+      return;
+    }
+    // The deltas are the answer; the final object has the same text, and
+    // is what counts when a server sent no deltas.
+    if (answer_.text.empty()) answer_.text = final_answer.text;
+    if (answer_.reasoning.empty()) answer_.reasoning = final_answer.reasoning;
+    answer_.stop_reason = final_answer.stop_reason;
+    if (!final_answer.model.empty()) answer_.model = final_answer.model;
+    if (final_answer.tokens.reported) {
+      answer_.tokens = final_answer.tokens;
+      usage_seen_ = true;
+    }
+    done_ = true;
+  }
+  // output_item.added/done, content_part.*, *.done and future events need nothing.
 }
 
 void anthropic_stream_accumulator::on_event(const sse_event& e) {

@@ -1,7 +1,9 @@
-// The two HTTP wire formats kopt speaks: OpenAI Chat Completions (which
-// vLLM, llama.cpp server, Ollama and most gateways also serve) and Anthropic
-// Messages. Request bodies are built here; responses, stream events and
-// error bodies are parsed here. Parsers take untrusted bytes from the network
+// The HTTP wire formats kopt speaks: OpenAI Chat Completions (which vLLM,
+// llama.cpp server, Ollama, Gemini's OpenAI endpoint and most gateways also
+// serve), OpenAI Responses (`POST /v1/responses`, what OpenAI's reasoning
+// models are built around) and Anthropic Messages (with extended thinking
+// and prompt-cache breakpoints). Request bodies are built here; responses,
+// stream events and error bodies are parsed here. Parsers take untrusted bytes from the network
 // and never throw: anything unexpected becomes a message in the result
 // (these functions are fuzzed, see tests/fuzz/).
 #pragma once
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "llm/sse.hpp"
 #include "llm/types.hpp"
@@ -17,6 +20,7 @@ namespace kopt::llm {
 
 struct parsed_answer {
   std::string text;
+  std::vector<std::string> texts;  // every choice of an n > 1 answer (text is texts[0])
   std::string reasoning;
   std::string stop_reason;
   std::string model;
@@ -38,10 +42,40 @@ struct parse_result {
   std::string problem;  // why the body could not be read (malformed JSON, missing field)
 };
 
-nlohmann::json openai_request_body(const request& r, const std::string& model, bool stream);
-nlohmann::json anthropic_request_body(const request& r, const std::string& model, bool stream);
+// What the OpenAI formats send besides the prompt (from provider_config).
+struct openai_options {
+  // "max_tokens" or "max_completion_tokens" (Chat Completions only; the
+  // Responses API always says max_output_tokens).
+  std::string max_tokens_field = "max_tokens";
+  std::string reasoning_effort;  // empty: not sent
+  bool send_temperature = true;  // reasoning models refuse a temperature
+  // Merged last (RFC 7386 merge patch), for gateway- and vendor-specific
+  // fields; config parsing refuses the fields kopt itself must control.
+  nlohmann::json extra_body = nlohmann::json::object();
+};
+
+struct anthropic_options {
+  std::int64_t thinking_budget_tokens = 0;  // 0: no extended thinking
+  bool prompt_cache = false;                // cache_control breakpoints on the stable prefix
+  std::string cache_ttl;                    // empty: the API's default (5 minutes); or "1h"
+  nlohmann::json extra_body = nlohmann::json::object();
+};
+
+// OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, ...): they take
+// max_completion_tokens, not max_tokens, and refuse a temperature.
+bool is_openai_reasoning_model(std::string_view model) noexcept;
+
+nlohmann::json openai_request_body(const request& r, const std::string& model, bool stream,
+                                   const openai_options& o = {});
+nlohmann::json responses_request_body(const request& r, const std::string& model, bool stream,
+                                      const openai_options& o = {});
+// Breakpoints: one on the system prompt, then the last user message's
+// cache_breaks (the latest three, the API allows four in all).
+nlohmann::json anthropic_request_body(const request& r, const std::string& model, bool stream,
+                                      const anthropic_options& o = {});
 
 parse_result parse_openai_response(std::string_view body);
+parse_result parse_responses_response(std::string_view body);
 parse_result parse_anthropic_response(std::string_view body);
 // Reads an error body of either API; empty when the body is not one.
 api_error parse_api_error(std::string_view body);
@@ -67,7 +101,17 @@ class stream_accumulator {
   bool usage_seen_ = false;
 };
 
+// Chat Completions chunks; with n > 1 the deltas of each choice index are
+// kept apart (answer().texts).
 class openai_stream_accumulator final : public stream_accumulator {
+ public:
+  void on_event(const sse_event& e) override;
+};
+
+// Responses API semantic events (response.output_text.delta, ...,
+// response.completed | response.incomplete | response.failed); there is no
+// [DONE] line.
+class responses_stream_accumulator final : public stream_accumulator {
  public:
   void on_event(const sse_event& e) override;
 };

@@ -30,6 +30,13 @@ std::optional<std::int64_t> store_call_recorder::do_record(const llm::call_recor
     c.request = {{"tag", r.tag}, {"prompt_sha256", r.prompt_sha256}, {"llm_status", llm::call_status_name(r.status)},
                  {"stop_reason", r.stop_reason}, {"usage_reported", r.tokens.reported},
                  {"cache_write_tokens", r.tokens.cache_write}};
+    // What the caller showed in this call (model, hint, items: per-call
+    // attribution), and every answer of an n > 1 call (`response` holds the first).
+    if (r.meta.is_object() && !r.meta.empty()) c.request["meta"] = r.meta;
+    if (r.texts.size() > 1) c.request["answers"] = r.texts;
+    // Reasoning / thinking text the API returned apart from the answer (the
+    // schema has no column for it yet).
+    if (!r.reasoning.empty()) c.request["reasoning"] = r.reasoning;
     c.prompt = r.prompt;
     if (!r.response.empty() || r.status == llm::call_status::ok) c.response = r.response;
     c.status = store_status(r.status);

@@ -1,5 +1,6 @@
 #include "runner/worker_client.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -15,6 +16,20 @@ using json = nlohmann::json;
 std::string default_worker_exe() {
   if (const char* e = std::getenv("KOPT_WORKER"); e && *e) return e;
   return (std::filesystem::path(self_executable()).parent_path() / "kopt-worker").string();
+}
+
+bool stopped_from_outside(const exit_status& st, std::string_view err) {
+  if (st.timed_out) return false;  // our own deadline: the running subject's
+  auto external_signal = [](int s) { return s == SIGTERM || s == SIGINT || s == SIGHUP || s == SIGKILL; };
+  if (!st.exited && external_signal(st.signal)) return true;
+  if (st.exited && st.code > 128 && external_signal(st.code - 128)) return true;
+  // Slurm 22.05: "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT ... ***",
+  // "... DUE TO TIME LIMIT ***", "... DUE TO PREEMPTION ***",
+  // "... DUE TO NODE FAILURE ***", "srun: Job step aborted: ...".
+  for (std::string_view marker : {"CANCELLED AT", "DUE TO TIME LIMIT", "DUE TO PREEMPTION", "DUE TO NODE FAILURE",
+                                  "Job step aborted", "JOB STEP TERMINATED"})
+    if (err.find(marker) != std::string_view::npos) return true;
+  return false;
 }
 
 worker_client::worker_client(worker_options opts) : opts_(std::move(opts)) {
@@ -35,7 +50,7 @@ void worker_client::spawn() {
   std::vector<std::string> argv = opts_.launch_prefix;
   argv.push_back(opts_.worker_exe);
   argv.push_back("--gpu");
-  argv.push_back(std::to_string(opts_.gpu));
+  argv.push_back(opts_.gpu_auto ? std::string("auto") : std::to_string(opts_.gpu));
   if (!opts_.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(opts_.cache_dir);
@@ -53,6 +68,7 @@ void worker_client::send(const protocol::request& r) {
 std::optional<protocol::message> worker_client::next_message(std::chrono::seconds timeout,
                                                              std::string* why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  lost_from_outside_ = false;
   for (;;) {
     auto line = proc_->read_line(deadline);
     if (!line) {
@@ -62,6 +78,7 @@ std::optional<protocol::message> worker_client::next_message(std::chrono::second
       } else {
         const auto st = proc_->wait(std::chrono::steady_clock::now() + std::chrono::seconds(10));
         std::string err = proc_->drain_stderr(4000);
+        lost_from_outside_ = stopped_from_outside(st, err);
         *why = fmt::format("the worker {}{}{}", st.describe(), err.empty() ? "" : ": ", err);
       }
       return std::nullopt;
@@ -162,6 +179,7 @@ evaluation_report worker_client::evaluate(
   std::set<std::string> dropped_roles;      // subjects that crashed or hung
   std::set<std::string> finished_workloads;
   int clock_restarts = 0;
+  int outside_restarts = 0;
   const std::vector<std::string> all_workloads = request.workloads;
   const std::vector<protocol::subject> all_subjects = request.subjects;
   // Explicit workload ids, so that a restart can resend exactly the rest.
@@ -183,16 +201,30 @@ evaluation_report worker_client::evaluate(
       for (const auto& w : all_workloads)
         if (!finished_workloads.count(w)) req.workloads.push_back(w);
     }
-    send(req);
+    if (!proc_->write_all(json(protocol::request(req)).dump() + "\n")) {
+      // It exited between requests (an idle worker's job step cancelled or
+      // timed out): a new worker gets the request.
+      proc_.reset();
+      rep.events.push_back("worker restarted: it had exited before the request was sent");
+      if (++outside_restarts > opts_.max_restarts)
+        throw kopt::error("the GPU worker closed its input");
+      continue;
+    }
 
     std::string current_workload;
     std::optional<protocol::fatal> fatal;
     bool done = false;
+    bool lost_from_outside = false;
+    std::string outside_why;  // how it was stopped, when lost_from_outside
     for (;;) {
       std::string why;
       auto m = next_message(opts_.silence_timeout, &why);
       if (!m) {
-        if (!fatal) {
+        if (!fatal && lost_from_outside_) {
+          // Stopped from outside (Slurm, a signal): no outcome to charge.
+          lost_from_outside = true;
+          outside_why = why;
+        } else if (!fatal) {
           // Died or went silent without a word: charged to the workload in
           // progress, with no subject to blame.
           fatal = protocol::fatal{
@@ -228,6 +260,18 @@ evaluation_report worker_client::evaluate(
     // subject that caused it.
     proc_.reset();
     ++rep.restarts;
+    if (lost_from_outside) {
+      // Cancelled, preempted or out of time (a Slurm job step), or killed by
+      // the system: nothing the candidate did. Same request, new worker.
+      rep.events.push_back(fmt::format("worker restarted: it was stopped from outside on {} ({}); "
+                                       "the unfinished workloads were run again in a new worker",
+                                       current_workload.empty() ? "no workload" : current_workload,
+                                       outside_why));
+      if (++outside_restarts > opts_.max_restarts)
+        throw kopt::error("the GPU worker was stopped from outside " + std::to_string(outside_restarts) +
+                          " times in one request: " + outside_why);
+      continue;
+    }
     const std::string status(protocol::to_string(fatal->status));
     if (fatal->status == outcome::clock_lost) {
       // The worker's timing clock failed, not the candidate: measure the

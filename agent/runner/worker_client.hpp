@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -30,6 +31,9 @@ struct worker_options {
   std::vector<std::string> launch_prefix; // e.g. {"srun", "--gres=gpu:1", "-N1"}
   std::vector<std::string> extra_args;    // after the worker's own options, e.g. {"--profile-only"}
   int gpu = 0;
+  // Pass `--gpu auto` instead of the index: the worker takes the GPU its
+  // resource manager gave it (Slurm: CUDA_VISIBLE_DEVICES/SLURM_STEP_GPUS).
+  bool gpu_auto = false;
   std::string cache_dir;
   std::chrono::seconds hello_timeout{180};
   // Longest silence tolerated while a request runs (the worker reports its
@@ -40,6 +44,14 @@ struct worker_options {
 
 // Default worker executable: $KOPT_WORKER, else kopt-worker beside kopt.
 std::string default_worker_exe();
+
+// True when a worker that died without a `fatal` message was stopped from
+// outside rather than by what it ran: killed by SIGTERM, SIGINT, SIGHUP or
+// SIGKILL (directly, or as a shell's 128+N exit code), or its Slurm job step
+// was cancelled, preempted, timed out or lost its node (srun's and
+// slurmstepd's messages on stderr). Such a loss restarts the worker and runs
+// the unfinished part of the request again; no candidate is blamed.
+bool stopped_from_outside(const exit_status& st, std::string_view stderr_tail);
 
 // One subject on one workload: role, outcome and message typed, the
 // measurements (timing, correctness, counters, ...) as the worker sent them.
@@ -103,6 +115,7 @@ class worker_client {
   void send(const protocol::request& r);
   worker_options opts_;
   std::unique_ptr<child_process> proc_;
+  bool lost_from_outside_ = false;  // set by next_message when the worker died
   protocol::hello hello_;
   int next_id_ = 1;
 };

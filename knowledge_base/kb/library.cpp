@@ -8,11 +8,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "common/subprocess.hpp"
+#include "common/data_paths.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::kb {
 
@@ -119,30 +116,13 @@ load_result load_directories(const std::vector<fs::path>& dirs) {
 
 namespace {
 
-fs::path find_builtin(const std::string& sub) {
-  std::vector<fs::path> tries;
-  if (const char* d = std::getenv("KOPT_DATA_DIR"); d != nullptr && *d != '\0')
-    tries.emplace_back(fs::path(d) / "knowledge_base" / sub);
-  if (std::string_view(KOPT_SOURCE_DIR).size() != 0)
-    tries.emplace_back(fs::path(KOPT_SOURCE_DIR) / "knowledge_base" / sub);
-  try {
-    const fs::path exe = fs::path(self_executable()).parent_path();
-    tries.emplace_back(exe / "../share/kopt/knowledge_base" / sub);
-  } catch (const std::exception&) {
-    // No /proc/self/exe: the other locations still apply.
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) return p.lexically_normal();
-  }
-  return {};
-}
+fs::path find_builtin(data::kind k) { return data::find_dir(k); }
 
 }  // namespace
 
-fs::path builtin_directory() { return find_builtin("techniques"); }
+fs::path builtin_directory() { return find_builtin(data::kind::techniques); }
 
-fs::path builtin_reference_directory() { return find_builtin("references"); }
+fs::path builtin_reference_directory() { return find_builtin(data::kind::references); }
 
 std::vector<fs::path> directories(const std::vector<fs::path>& extra, bool with_builtin) {
   std::vector<fs::path> out;

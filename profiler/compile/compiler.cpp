@@ -23,6 +23,12 @@
 #endif
 
 namespace kopt::compile {
+
+std::string cuda_include_dir() {
+  if (const char* e = std::getenv("KOPT_WORKER_CUDA_INCLUDE"); e && *e) return e;
+  return KOPT_CUDA_INCLUDE_DIR;
+}
+
 namespace {
 
 std::string nvrtc_version_string() {
@@ -31,10 +37,6 @@ std::string nvrtc_version_string() {
   return fmt::format("{}.{}", major, minor);
 }
 
-std::string cuda_include_dir() {
-  if (const char* e = std::getenv("KOPT_WORKER_CUDA_INCLUDE"); e && *e) return e;
-  return KOPT_CUDA_INCLUDE_DIR;
-}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -86,6 +86,10 @@ result compile_in_process(const request& r);
 // Parses ptxas -v output ("Function properties for k", "Used N registers").
 std::map<std::string, kernel_info> parse_ptxas_report(const std::string& log);
 
+// The CUDA headers NVRTC compiles against: $KOPT_WORKER_CUDA_INCLUDE, else
+// the toolkit's include directory found at build time.
+std::string cuda_include_dir();
+
 // Where compiled cubins are cached: $KOPT_CACHE_DIR, else
 // $XDG_CACHE_HOME/kopt/cubin, else ~/.cache/kopt/cubin.
 std::filesystem::path default_cache_dir();

@@ -455,6 +455,9 @@ struct hello {
   // worker, {"error": ...} when it could not be measured, null from a
   // worker that does not measure it (an optional addition: version 2).
   json launch_floor;
+  // Which GPU the worker took and why ({"spec":"auto","ordinal":..,"how":..});
+  // null from a worker that does not say (docs/worker-protocol.md).
+  json gpu_selection;
   bool operator==(const hello&) const = default;
 };
 
@@ -538,6 +541,7 @@ inline void to_json(json& j, const hello& m) {
     j["worker_version"] = m.worker_version;
     if (!m.launch_floor.is_null()) j["launch_floor"] = m.launch_floor;
   }
+  if (!m.gpu_selection.is_null()) j["gpu_selection"] = m.gpu_selection;
 }
 inline void to_json(json& j, const compiled& m) {
   j = {{"type", "compiled"}, {"id", m.id},           {"role", m.role},
@@ -610,6 +614,7 @@ inline message parse_message(const json& j) {
     if (j.contains("calibration")) m.calibration = j.at("calibration");
     detail::read(j, "worker_version", m.worker_version);
     if (j.contains("launch_floor")) m.launch_floor = j.at("launch_floor");
+    if (j.contains("gpu_selection")) m.gpu_selection = j.at("gpu_selection");
     return m;
   }
   if (type == "compiled") {

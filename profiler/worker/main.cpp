@@ -7,18 +7,25 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "common/subprocess.hpp"
 #include "compile/compiler.hpp"
+#include "core/gpu_select.hpp"
 #include "counters/metrics.hpp"
 #include "protocol/protocol.hpp"
 #include "runtime/device.hpp"
 #include "runtime/evaluator.hpp"
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <nvrtc.h>
 
 namespace {
 
@@ -128,7 +135,60 @@ int metrics_main(std::string chip, const std::string& tier, const std::string& l
   }
 }
 
-int serve(int gpu, const std::string& cache_dir, bool profile_only) {
+// `kopt-worker versions`: what this worker was built with and what it finds,
+// without needing a GPU (kopt doctor runs it). cudart is static, so its
+// version is the toolkit's; the driver's is 0 when there is none.
+int versions_main() {
+  nlohmann::json j = {{"worker_version", KOPT_VERSION}, {"protocol", protocol::version}};
+  j["cuda_toolkit"] = fmt::format("{}.{}", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+  int rt = 0, drv = 0;
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) j["cuda_runtime"] = rt;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess) j["cuda_driver_api"] = drv;
+  cudaGetLastError();
+  int nmaj = 0, nmin = 0;
+  if (nvrtcVersion(&nmaj, &nmin) == NVRTC_SUCCESS) j["nvrtc"] = fmt::format("{}.{}", nmaj, nmin);
+  uint32_t cupti = 0;
+  if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) j["cupti_api"] = cupti;
+  const std::string inc = kopt::compile::cuda_include_dir();
+  std::error_code ec;
+  j["cuda_include_dir"] = inc;
+  j["cuda_headers_found"] = std::filesystem::is_regular_file(std::filesystem::path(inc) / "cuda_runtime.h", ec);
+  try {
+    j["cache_dir"] = kopt::compile::default_cache_dir().string();
+  } catch (const std::exception& e) {
+    j["cache_dir_error"] = e.what();
+  }
+  const int n = kopt::harness::device_count();
+  j["device_count"] = n;
+  if (n == 0) j["no_device_reason"] = kopt::harness::no_device_reason();
+  nlohmann::json devices = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) {
+    try {
+      const auto d = kopt::harness::query_device(i);
+      devices.push_back({{"ordinal", i}, {"name", d.name}, {"uuid", d.uuid}, {"arch", d.arch},
+                         {"driver_version", d.driver_version}});
+    } catch (const std::exception& e) {
+      devices.push_back({{"ordinal", i}, {"error", e.what()}});
+    }
+  }
+  j["devices"] = devices;
+  std::cout << j.dump(2) << '\n';
+  return 0;
+}
+
+int serve(const std::string& gpu_spec, const std::string& cache_dir, bool profile_only) {
+  kopt::harness::gpu_choice choice;
+  try {
+    choice = kopt::harness::resolve_gpu(gpu_spec);
+  } catch (const std::exception& e) {
+    protocol::hello h;
+    h.ok = false;
+    h.error = e.what();
+    emit(protocol::message{h});
+    return 2;
+  }
+  const int gpu = choice.ordinal;
+  std::cerr << "kopt-worker: GPU " << choice.how << '\n';
   kopt::harness::device_info dev;
   try {
     dev = kopt::harness::query_device(gpu);
@@ -136,6 +196,7 @@ int serve(int gpu, const std::string& cache_dir, bool profile_only) {
     protocol::hello h;
     h.ok = false;
     h.error = e.what();
+    h.gpu_selection = choice.to_json();
     emit(protocol::message{h});
     return exit_no_device;
   }
@@ -154,6 +215,7 @@ int serve(int gpu, const std::string& cache_dir, bool profile_only) {
   } catch (const std::exception& e) {
     h.launch_floor = {{"error", e.what()}};
   }
+  h.gpu_selection = choice.to_json();
   h.worker_version = KOPT_VERSION;
   emit(protocol::message{h});
   std::string line;
@@ -203,9 +265,12 @@ int main(int argc, char** argv) {
   CLI::App app{"kopt-worker: compiles, checks and times candidate kernels on one GPU.\n"
                "Started by kopt; speaks JSON lines on stdin/stdout (docs/worker-protocol.md)."};
   app.set_version_flag("--version", std::string(KOPT_VERSION));
-  int gpu = 0;
+  std::string gpu = "0";
   std::string cache_dir;
-  app.add_option("--gpu", gpu, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--gpu", gpu,
+                 "CUDA device ordinal, or 'auto': the GPU a resource manager gave this process "
+                 "(CUDA_VISIBLE_DEVICES, else SLURM_STEP_GPUS, else 0)")
+      ->capture_default_str();
   bool profile_only = false;
   app.add_flag("--profile-only", profile_only,
                "counters worker: correctness and hardware counters, no timing (CUPTI Activity is never "
@@ -215,6 +280,8 @@ int main(int argc, char** argv) {
   std::string out_file;
   compile_cmd->add_option("--out", out_file, "where to write the cubin")->required();
   auto* info_cmd = app.add_subcommand("info", "print the device as JSON and exit (77 when there is none)");
+  auto* versions_cmd = app.add_subcommand(
+      "versions", "print the CUDA toolkit, NVRTC, CUPTI and driver versions and the GPUs seen, as JSON (no GPU needed)");
   auto* metrics_cmd = app.add_subcommand(
       "metrics", "describe CUPTI metrics and their replay pass count for a chip (no GPU needed with --chip)");
   std::string chip, tier = "default", metric_list;
@@ -230,13 +297,21 @@ int main(int argc, char** argv) {
   if (*metrics_cmd) return metrics_main(chip, tier, metric_list, list_all);
 
   if (*compile_cmd) return kopt::compile::compile_child_main(out_file);
+  if (*versions_cmd) return versions_main();
   if (*info_cmd) {
+    int ordinal = 0;
+    try {
+      ordinal = kopt::harness::resolve_gpu(gpu).ordinal;
+    } catch (const std::exception& e) {
+      std::cerr << "kopt-worker: " << e.what() << '\n';
+      return 2;
+    }
     if (kopt::harness::device_count() == 0) {
       std::cerr << "kopt-worker: " << kopt::harness::no_device_reason() << '\n';
       return exit_no_device;
     }
     try {
-      std::cout << kopt::harness::query_device(gpu).to_json().dump(2) << '\n';
+      std::cout << kopt::harness::query_device(ordinal).to_json().dump(2) << '\n';
       return 0;
     } catch (const std::exception& e) {
       std::cerr << "kopt-worker: " << e.what() << '\n';

@@ -251,6 +251,37 @@ TEST(LlmSecrets, KeysFromEnvOrPrivateFileOnly) {
   ::unsetenv("KOPT_TEST_KEY");
 }
 
+// systemd's LoadCredential=: "$CREDENTIALS_DIRECTORY/NAME" is expanded when
+// the key is read, and a credential readable through systemd's ACL (mode
+// 0440 here, as an ACL mask shows) is accepted; one others can write is not.
+TEST(LlmSecrets, KeyFromSystemdCredentialsDirectory) {
+  const fs::path dir = temp_dir() / "credentials";
+  fs::create_directories(dir);
+  { std::ofstream(dir / "openai") << "sk-credential-1234567890\n"; }
+  ::chmod((dir / "openai").c_str(), 0440);
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  try {
+    load_api_key("", "$CREDENTIALS_DIRECTORY/openai");
+    FAIL() << "an unset CREDENTIALS_DIRECTORY must be an error";
+  } catch (const kopt::config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("LoadCredential="), std::string::npos) << e.what();
+  }
+  ::setenv("CREDENTIALS_DIRECTORY", dir.c_str(), 1);
+  EXPECT_EQ(load_api_key("", "$CREDENTIALS_DIRECTORY/openai"), "sk-credential-1234567890");
+  EXPECT_EQ(load_api_key("", "${CREDENTIALS_DIRECTORY}/openai"), "sk-credential-1234567890");
+  ::chmod((dir / "openai").c_str(), 0460);
+  EXPECT_THROW(load_api_key("", "$CREDENTIALS_DIRECTORY/openai"), kopt::config_error);
+  // The same mode outside the credentials directory is refused as before.
+  ::chmod((dir / "openai").c_str(), 0440);
+  EXPECT_THROW(load_api_key("", (dir / "openai").string()), kopt::config_error);
+  // The config keeps the placeholder (it is not relative to the config file).
+  const auto c = parse_provider_config(nlohmann::json::parse(
+                                           R"({"provider": "openai", "model": "m", "api_key_file": "$CREDENTIALS_DIRECTORY/openai"})"),
+                                       "/etc/kopt");
+  EXPECT_EQ(c.api_key_file, "$CREDENTIALS_DIRECTORY/openai");
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 TEST(LlmConfig, ParsesAndRejectsPrecisely) {
   const auto c = parse_provider_config(nlohmann::json::parse(R"({
     "provider": "openai", "model": "qwen", "base_url": "http://localhost:8000/v1", "stream": true,

@@ -186,7 +186,9 @@ TEST(LlmHttp, AnthropicHeadersAndBody) {
   EXPECT_EQ(reqs[0].headers.find("x-api-key")->second, key);
   EXPECT_EQ(reqs[0].headers.find("anthropic-version")->second, "2023-06-01");
   EXPECT_EQ(reqs[0].headers.count("Authorization"), 0u);
-  EXPECT_EQ(json::parse(reqs[0].body)["system"], "be brief");
+  // prompt_cache is on by default: the system prompt is a cached block.
+  EXPECT_EQ(json::parse(reqs[0].body)["system"][0]["text"], "be brief");
+  EXPECT_TRUE(json::parse(reqs[0].body)["system"][0].contains("cache_control"));
 }
 
 TEST(LlmHttp, RateLimitHonoursEachRetryAfterForm) {

@@ -306,5 +306,15 @@ TEST(context, gpu_facts_lookup) {
   EXPECT_THROW(build_context(prompt_inputs{}), kopt::error);
 }
 
+TEST(engine, cache_breakpoint_records_the_offset_and_renders_nothing) {
+  template_set set;
+  set.add("inc", "B{% cache_breakpoint %}");
+  set.add("t", "A\n{% cache_breakpoint %}\n{% include inc %}{% cache_breakpoint %}C");
+  const rendered r = set.render("t", nlohmann::json::object());
+  EXPECT_EQ(r.text, "A\nBC");
+  EXPECT_EQ(r.cache_breaks, (std::vector<std::size_t>{2, 3}));  // the repeat at 3 is listed once
+  EXPECT_THROW(set.add("bad", "{% cache_breakpoint now %}"), template_error);
+}
+
 }  // namespace
 }  // namespace kopt::prompts

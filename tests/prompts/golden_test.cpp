@@ -97,11 +97,13 @@ TEST_F(golden, first_with_items_dropped) {
   const std::set<std::string> drop = {"measurements", "diagnosis:launch_bound", "history:c9",
                                       "snippet:coalesced-access", "not-in-this-template"};
   const rendered r = set_.render("first", ctx, drop);
-  // Dropped items are reported, and their text is gone.
+  // Dropped items are reported (in the order the template meets them), and
+  // their text is gone.
   EXPECT_EQ(r.dropped_items, (std::vector<std::string>{"measurements", "diagnosis:launch_bound",
-                                                       "history:c9", "snippet:coalesced-access"}));
-  EXPECT_EQ(r.present_items, (std::vector<std::string>{"diagnosis:two_pass_reads", "history:c7",
-                                                       "snippet:vector-alignment-tails"}));
+                                                       "snippet:coalesced-access", "history:c9"}));
+  EXPECT_EQ(r.present_items,
+            (std::vector<std::string>{"diagnosis:two_pass_reads", "snippet:vector-alignment-tails",
+                                      "history:c7"}));
   EXPECT_EQ(r.text.find("Weighted fraction of speed of light"), std::string::npos);
   EXPECT_EQ(r.text.find("cached the row in shared memory"), std::string::npos);
   EXPECT_EQ(r.text.find("### Coalesced access"), std::string::npos);
@@ -166,6 +168,34 @@ TEST_F(golden, the_format_example_is_a_valid_answer) {
   EXPECT_TRUE(p.ok()) << p.feedback();
   ASSERT_TRUE(p.candidate.has_value());
   EXPECT_EQ(p.candidate->at("launches").at(0).at("kernel"), "rmsnorm_seed");
+}
+
+// The loop's templates mark two stable prefixes: the operator and the GPU
+// (the same for every call of a campaign), then the parent and its
+// measurements (the same until a promotion); what dropout redraws every
+// iteration (snippets, feedback, history) comes after both.
+TEST_F(golden, loop_templates_mark_the_stable_prefixes) {
+  const nlohmann::json ctx = build_context(full_inputs(op_));
+  for (const std::string name : {"first", "revise", "broaden"}) {
+    SCOPED_TRACE(name);
+    const rendered r = set_.render(name, ctx);
+    ASSERT_EQ(r.cache_breaks.size(), 2u);
+    const std::string campaign_prefix = r.text.substr(0, r.cache_breaks[0]);
+    EXPECT_EQ(campaign_prefix.rfind("## Operator", 0), 0u) << "the prompt opens with the operator";
+    EXPECT_NE(campaign_prefix.find("## Target GPU"), std::string::npos);
+    EXPECT_EQ(campaign_prefix.find("## Current kernel"), std::string::npos);
+    const std::string parent_prefix = r.text.substr(0, r.cache_breaks[1]);
+    EXPECT_NE(parent_prefix.find("## Current kernel"), std::string::npos);
+    EXPECT_NE(parent_prefix.find("## Measurements of the current kernel"), std::string::npos);
+    for (const char* later :
+         {"## Earlier attempts", "## Techniques that may apply", "## Feedback", "## Your task"})
+      EXPECT_EQ(parent_prefix.find(later), std::string::npos) << later;
+  }
+  // The loop's templates open with the same bytes up to the second breakpoint.
+  const rendered a = set_.render("first", ctx), b = set_.render("revise", ctx),
+                 c = set_.render("broaden", ctx);
+  EXPECT_EQ(a.text.substr(0, a.cache_breaks[1]), b.text.substr(0, b.cache_breaks[1]));
+  EXPECT_EQ(c.text.substr(0, c.cache_breaks[1]), b.text.substr(0, b.cache_breaks[1]));
 }
 
 }  // namespace

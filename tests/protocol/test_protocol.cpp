@@ -73,10 +73,13 @@ TEST(Protocol, EveryMessageRoundTrips) {
       {"name", "NVIDIA H200"}, {"sm_count", 132}, {"limits", {{"max_threads_per_block", 1024}}}};
   h.calibration = {{"dram_bytes_per_s", 4.1e12}, {"cached", true}};
   h.worker_version = "0.1.0";
+  h.gpu_selection = {{"spec", "auto"}, {"ordinal", 0}, {"how", "CUDA_VISIBLE_DEVICES=3"}};
   p::hello refused;
   refused.ok = false;
   refused.error = "no usable CUDA device: no driver";
   refused.device = json::object();
+  // Which GPU it tried is said also when it cannot use it.
+  refused.gpu_selection = {{"spec", "7"}, {"ordinal", 7}, {"how", "--gpu 7"}};
 
   p::compiled c{"e1",
                 "candidate",

@@ -6,11 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/subprocess.hpp"
+#include "common/data_paths.hpp"
 
-#ifndef KOPT_SOURCE_DIR
-#define KOPT_SOURCE_DIR ""
-#endif
 
 namespace kopt::prompts {
 
@@ -26,7 +23,10 @@ template_error::template_error(std::string template_name, int line, int column,
       message_(message) {}
 
 json rendered::to_json() const {
-  return json{{"text", text}, {"present_items", present_items}, {"dropped_items", dropped_items}};
+  return json{{"text", text},
+              {"present_items", present_items},
+              {"dropped_items", dropped_items},
+              {"cache_breaks", cache_breaks}};
 }
 
 namespace detail {
@@ -50,7 +50,7 @@ struct label_part {
 };
 
 struct node {
-  enum class kind { text, var, if_, for_, optional, include };
+  enum class kind { text, var, if_, for_, optional, include, cache_breakpoint };
   kind k = kind::text;
   position at;
   std::string text;  // text; for include: the template name
@@ -299,9 +299,16 @@ class parser {
             n->at = t.at;
             n->text = std::string(rest);
             sink().push_back(std::move(n));
+          } else if (word == "cache_breakpoint") {
+            if (!rest.empty()) fail(t, "'{% cache_breakpoint %}' takes no argument");
+            auto n = std::make_unique<node>();
+            n->k = node::kind::cache_breakpoint;
+            n->at = t.at;
+            sink().push_back(std::move(n));
           } else {
             fail(t, "unknown tag '" + std::string(word.substr(0, 40)) +
-                        "' (known: if, else, endif, for, endfor, optional, endoptional, include)");
+                        "' (known: if, else, endif, for, endfor, optional, endoptional, include, "
+                        "cache_breakpoint)");
           }
           break;
         }
@@ -522,6 +529,10 @@ struct renderer {
           }
           break;
         }
+        case node::kind::cache_breakpoint:
+          if (out.cache_breaks.empty() || out.cache_breaks.back() != out.text.size())
+            out.cache_breaks.push_back(out.text.size());
+          break;
         case node::kind::include: {
           const auto it = set.templates_.find(n.text);
           if (it == set.templates_.end()) {
@@ -615,30 +626,11 @@ std::filesystem::path default_template_dir(const std::filesystem::path& override
     }
     return override_dir;
   }
-  std::vector<std::filesystem::path> tries;
-  if (const char* d = std::getenv("KOPT_PROMPTS_DIR"); d != nullptr && *d != '\0') {
-    // An explicit setting that points nowhere is a mistake, not a fallback.
-    if (!std::filesystem::is_directory(d)) {
-      throw kopt::config_error(std::string("KOPT_PROMPTS_DIR=") + d + " is not a directory");
-    }
-    return d;
-  }
-  if (std::string_view(KOPT_SOURCE_DIR).size() > 0)
-    tries.emplace_back(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts" / "templates");
-  try {
-    const auto exe = std::filesystem::path(self_executable()).parent_path();
-    tries.emplace_back(exe / ".." / "share" / "kopt" / "prompts");
-  } catch (const std::exception&) {
-    // No /proc/self/exe: only the other locations apply.
-  }
-  for (const auto& p : tries) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) return p;
-  }
-  std::string looked;
-  for (const auto& p : tries) looked += (looked.empty() ? "" : ", ") + p.string();
-  throw kopt::config_error("no prompt template directory found (looked in: " + looked +
-                           "); set KOPT_PROMPTS_DIR or --prompts-dir");
+  const data::lookup l = data::find(data::kind::prompts);
+  if (!l.problem.empty()) throw kopt::config_error(l.problem);
+  if (l.found) return l.found->dir;
+  throw kopt::config_error("no prompt template directory found (looked in: " + l.looked_in() +
+                           "); set KOPT_PROMPTS_DIR or --prompts-dir (kopt doctor shows the lookup)");
 }
 
 rendered render(const std::string& template_name, const json& context,

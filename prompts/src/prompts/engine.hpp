@@ -8,6 +8,9 @@
 // optimization dropout removes prompt context: the caller passes the IDs to
 // drop and the result says which optional items were present and which were
 // dropped, so that an iteration can record exactly what the model saw.
+// `{% cache_breakpoint %}` renders nothing and records where the text above
+// it ends, so that providers with explicit prompt caching (Anthropic) can
+// mark the stable prefix.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +52,9 @@ struct rendered {
   // neither list: they were never part of the prompt.
   std::vector<std::string> present_items;
   std::vector<std::string> dropped_items;
+  // Byte offsets of the {% cache_breakpoint %} tags met: where a prefix
+  // that stays the same from call to call ends (llm::message::cache_breaks).
+  std::vector<std::size_t> cache_breaks;
   nlohmann::json to_json() const;
 };
 
