@@ -282,7 +282,7 @@ with open(os.path.join(DIR, "starts.log"), "a") as f:
     f.write(json.dumps({"argv": sys.argv[1:], "env": env, "pid": os.getpid()}) + "\n")
 def emit(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-emit({"type": "hello", "protocol": 1, "ok": True, "device": {"name": "Fake GPU " + env["SLURM_STEP_GPUS"], "arch": "sm_90a"},
+emit({"type": "hello", "protocol": 2, "ok": True, "device": {"name": "Fake GPU " + env["SLURM_STEP_GPUS"], "arch": "sm_90a"},
       "worker_version": "fake"})
 for line in sys.stdin:
     if not line.strip():
