@@ -13,6 +13,7 @@
 #include "kb/library.hpp"
 #include "llm/client.hpp"
 #include "llm/provider.hpp"
+#include "llm/router.hpp"
 #include "prompts/context.hpp"
 #include "prompts/engine.hpp"
 #include "runner/llm_recorder.hpp"
@@ -227,10 +228,14 @@ session::session(store::store& db, store::row_id campaign_id, const config::oper
     return;
   }
 
-  llm::provider_config pc;
-  if (!o_.llm_section.is_null()) pc = llm::parse_provider_config(o_.llm_section, o_.llm_base_dir);
-  pc.kind = provider_;
-  if (pc.model.empty()) pc.model = camp_.model;
+  // The provider section, or several models under llm.models
+  // (docs/providers.md): the router picks each call's model.
+  nlohmann::json section = o_.llm_section.is_object() ? o_.llm_section : nlohmann::json::object();
+  if (!section.contains("models")) {
+    section["provider"] = provider_;
+    if (section.value("model", std::string()).empty()) section["model"] = camp_.model;
+  }
+  const llm::router_config rc = llm::parse_router_config(section, o_.llm_base_dir);
   // What is left of the campaign's LLM budget; the loop checks the total too.
   llm::budget_limits bl;
   if (camp_.budget.tokens)
@@ -239,6 +244,15 @@ session::session(store::store& db, store::row_id campaign_id, const config::oper
     bl.cost_usd = std::max(0.0, *camp_.budget.cost_usd - camp_.spent_cost_usd);
   budget_ = std::make_unique<llm::budget>(bl);
   recorder_ = std::make_unique<runner::store_call_recorder>(db_, camp_.id);
+  prompts_ = std::make_unique<prompt_builder>(op_, o_, ev_->device(), settings_.directives);
+  if (rc.models.size() > 1) {
+    router_ =
+        llm::router::from_config(rc, llm::client_options{budget_.get(), recorder_.get(), {}, 4});
+    source_ = std::make_unique<llm_source>(*router_, rc.models.front().cfg.max_tokens,
+                                           prompts_->setup(), rc.diversity);
+    return;
+  }
+  const llm::provider_config pc = rc.models.front().cfg;
   auto backend = llm::make_provider(pc);
   if (provider_ == "replay") {
     const std::int64_t used = replay_lines_used(
@@ -257,8 +271,7 @@ session::session(store::store& db, store::row_id campaign_id, const config::oper
   client_ = std::make_unique<llm::llm_client>(
       std::move(backend),
       llm::client_options{budget_.get(), recorder_.get(), pc.prices, pc.max_concurrency});
-  prompts_ = std::make_unique<prompt_builder>(op_, o_, ev_->device(), settings_.directives);
-  source_ = std::make_unique<llm_source>(*client_, pc.max_tokens, prompts_->setup());
+  source_ = std::make_unique<llm_source>(*client_, pc.max_tokens, prompts_->setup(), rc.diversity);
 }
 
 session::~session() = default;
@@ -268,6 +281,15 @@ run_result session::run(loop_hooks hooks, const run_limits& lim) {
     // Only LLM sources read snippets; the loop asks at each iteration.
     const prompt_builder* pb = prompts_.get();
     hooks.snippets = [pb](const prompt_context& ctx) { return pb->snippets(ctx); };
+  }
+  if (auto* src = dynamic_cast<llm_source*>(source_.get())) {
+    // The router (bandit, escalation) learns which model's answers were
+    // promoted, after the caller's own progress hook.
+    auto feedback = model_feedback(db_, camp_.id, *src);
+    hooks.on_progress = [caller = std::move(hooks.on_progress), feedback](const progress& p) {
+      if (caller) caller(p);
+      feedback(p);
+    };
   }
   campaign_loop loop(db_, camp_.id, op_, *source_, *ev_, settings_, std::move(hooks));
   return loop.run(lim);

@@ -31,6 +31,7 @@ class index;
 namespace kopt::llm {
 class budget;
 class llm_client;
+class router;
 }  // namespace kopt::llm
 namespace kopt::runner {
 class store_call_recorder;
@@ -136,6 +137,7 @@ class session {
   std::unique_ptr<llm::budget> budget_;
   std::unique_ptr<runner::store_call_recorder> recorder_;
   std::unique_ptr<llm::llm_client> client_;
+  std::unique_ptr<llm::router> router_;  // several models (llm.models); before the source
   std::unique_ptr<candidate_source> source_;
 };
 

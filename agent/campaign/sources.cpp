@@ -177,7 +177,10 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
     }
   }
   for (const auto& c : order) in.diagnosis.push_back({c, findings[c]});
-  if (in.measurements.empty()) in.measurements_note = "none yet for this kernel.";
+  if (in.measurements.empty())
+    in.measurements_note = ctx.parent_label.empty()
+                               ? std::string("none yet for this kernel.")
+                               : "none are stored for the " + ctx.parent_label + " kernel yet.";
   std::string directives;
   for (const auto& it : ctx.items) {
     if (it.kind == "history") {
