@@ -93,7 +93,9 @@ class Progress : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string kopt(const std::string& args) {
-    return "cd " + q(dir_.string()) + " && FAKE_WORKER_DELAY_S=0.4 " + q(KOPT_BIN) + " --db " +
+    const std::string real = (fs::path(KOPT_BIN).parent_path() / "kopt-worker").string();
+    return "cd " + q(dir_.string()) + " && FAKE_WORKER_DELAY_S=0.4 FAKE_WORKER_REAL=" + q(real) + " " +
+           q(KOPT_BIN) + " --db " +
            q((dir_ / "k.db").string()) + " " + args + " --worker " + q(worker_.string()) +
            " --no-store";
   }
