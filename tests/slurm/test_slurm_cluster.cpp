@@ -356,7 +356,10 @@ void campaign_survives_scancel(const std::vector<std::string>& prefix, bool step
         {"gpu", "auto"},
         {"hello_timeout_s", 60},
         {"silence_timeout_s", 60},
-        {"max_restarts", 4}}},
+        {"max_restarts", 4},
+        // Timing only: a profiling worker is a second job step that needs
+        // its own GPU, and this cluster has two (docs/daemon.md, Slurm).
+        {"counters", "none"}}},
       {"limits", {{"backoff_initial_s", 0.2}, {"backoff_max_s", 1}, {"max_step_failures", 100}}}};
   daemon_process d(dir.path(), cfg);
   fs::create_directories(d.state());
