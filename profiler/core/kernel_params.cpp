@@ -6,26 +6,10 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "core/elf_view.hpp"
 
 namespace kopt::harness {
 namespace {
-
-// ELF64 headers (little-endian), read with bounds checks. cubin_inspect.cpp
-// reads symbols; this file reads the .nv.info sections only.
-struct ehdr {
-  unsigned char ident[16];
-  std::uint16_t type, machine;
-  std::uint32_t version;
-  std::uint64_t entry, phoff, shoff;
-  std::uint32_t flags;
-  std::uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
-};
-struct shdr {
-  std::uint32_t name, type;
-  std::uint64_t flags, addr, offset, size;
-  std::uint32_t link, info;
-  std::uint64_t addralign, entsize;
-};
 
 template <typename T>
 T read_at(std::string_view b, std::uint64_t off) {
@@ -33,13 +17,6 @@ T read_at(std::string_view b, std::uint64_t off) {
   T v;
   std::memcpy(&v, b.data() + off, sizeof(T));
   return v;
-}
-
-std::string cstr_at(std::string_view b, std::uint64_t off) {
-  if (off >= b.size()) throw kopt::error("cubin: string offset out of range");
-  const auto end = b.find('\0', off);
-  if (end == std::string_view::npos) throw kopt::error("cubin: unterminated string");
-  return std::string(b.substr(off, end - off));
 }
 
 // EIATTR record layout: one byte format, one byte attribute, then two
@@ -92,42 +69,30 @@ std::string kernel_list(const kernel_signatures& sigs) {
 }  // namespace
 
 kernel_signatures kernel_parameters(std::string_view b) {
-  const auto h = read_at<ehdr>(b, 0);
-  if (std::memcmp(h.ident,
-                  "\x7f"
-                  "ELF",
-                  4) != 0 ||
-      h.ident[4] != 2 || h.ident[5] != 1)
-    throw kopt::error("cubin: not a 64-bit little-endian ELF image");
-  if (h.shentsize != sizeof(shdr)) throw kopt::error("cubin: unexpected section header size");
-  std::vector<shdr> sections;
-  for (std::uint16_t i = 0; i < h.shnum; ++i)
-    sections.push_back(read_at<shdr>(b, h.shoff + std::uint64_t{i} * sizeof(shdr)));
-  if (h.shstrndx >= sections.size()) throw kopt::error("cubin: bad section name table index");
-  const auto& names = sections[h.shstrndx];
-
+  // The ELF structure (headers, section names, bounds) is elf_view's; this
+  // reads the .nv.info.KERNEL records inside it.
+  const elf_view elf(b);
   kernel_signatures out;
   static const std::string prefix = ".nv.info.";
   static const std::string text = ".text.";
-  for (const auto& s : sections) {
-    const std::string name = cstr_at(b, names.offset + s.name);
+  for (const auto& sec : elf.sections()) {
+    const std::string& name = sec.name;
     if (name.rfind(text, 0) == 0 && name.size() > text.size())
       out.functions.insert(name.substr(text.size()));
     if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) continue;
-    if (s.offset > b.size() || b.size() - s.offset < s.size)
-      throw kopt::error("cubin: section " + name + " runs past the end of the file");
+    const std::string_view info = elf.bytes(sec);
     auto& params = out.params[name.substr(prefix.size())];  // a kernel without parameters has none
-    std::uint64_t pos = s.offset;
-    const std::uint64_t end = s.offset + s.size;
+    std::uint64_t pos = 0;
+    const std::uint64_t end = info.size();
     while (pos + 4 <= end) {
-      const auto fmt_byte = read_at<std::uint8_t>(b, pos);
-      const auto attr = read_at<std::uint8_t>(b, pos + 1);
-      const auto value = read_at<std::uint16_t>(b, pos + 2);
+      const auto fmt_byte = read_at<std::uint8_t>(info, pos);
+      const auto attr = read_at<std::uint8_t>(info, pos + 1);
+      const auto value = read_at<std::uint16_t>(info, pos + 2);
       pos += 4;
       if (fmt_byte != eifmt_sval) continue;
       if (end - pos < value)
         throw kopt::error("cubin: an EIATTR record of " + name + " is truncated");
-      if (attr == eiattr_kparam_info && value >= 12) params.push_back(decode_kparam(b, pos));
+      if (attr == eiattr_kparam_info && value >= 12) params.push_back(decode_kparam(info, pos));
       pos += value;
     }
     std::sort(params.begin(), params.end(),
