@@ -1,0 +1,397 @@
+// unified_attention baseline (kopt bench): FlashAttention-2-style paged causal
+// prefill attention with GQA on mma.sync tensor cores.
+//
+// What: sequence i owns query rows [cu[i], cu[i] + len_i) of q and KV
+// positions 0..len_i-1, position j in row j % 16 of cache block
+// block_table[i, j / 16]; query row r sees keys j <= r (query length = KV
+// length); query head h reads KV head h / (hq / hkv); s = q.k / sqrt(d) in
+// fp32, softmax in fp32, out = bf16(sum p v).
+//
+// Launch plan: unified_attention_cu (one block) turns seqused_k into the
+// prefix sums cu[] in a workspace (the offsets vLLM passes as cu_seqlens_q),
+// then unified_attention_fa2 with grid (hq, q tiles, sequences).
+//
+// Techniques:
+// - One block of 4 warps per (query head, tile of BM query rows, sequence);
+//   each warp owns 16 * WM rows (WM = 2 for d <= 128: BM = 128; WM = 1 for
+//   d 192 / 256: BM = 64, so the fp32 output accumulator stays at 16 * WM * d
+//   / 32 <= 128 registers per thread). Heads are the fastest grid dimension
+//   so the hq / hkv heads that share a KV head run side by side (K/V reuse in
+//   L2), and q tiles are issued longest first (causal load balance).
+// - K and V tiles of BN keys (64; 32 for d >= 192) streamed through shared
+//   memory with cp.async (16-byte chunks, zero-filled past the sequence end),
+//   two buffers each: the next tile's loads are issued right after the
+//   barrier that publishes the current one, so they overlap its MMAs. The
+//   page table is read per 16-byte chunk (the 16-row pages make a 64-key tile
+//   4 scattered runs of rows).
+// - Rows padded by 16 bytes in shared memory (row stride / 16 odd): the 8
+//   row addresses of every ldmatrix phase hit 8 distinct bank groups, for
+//   every head size. d = 72 is padded to 80 (k16 steps) with zero columns.
+// - S = Q K^T with mma.sync.m16n8k16 bf16 (fp32 accumulate), A and B through
+//   ldmatrix.x4; causal masking only on tiles that cross the diagonal or the
+//   sequence end, and a warp whose rows all lie before a tile skips it.
+// - Online softmax in fp32 on the accumulator fragments (row max and sum over
+//   the 4 lanes of a quad by shuffles, exp2 with log2(e)/sqrt(d) folded in).
+// - P V in fp16, not bf16: P in [0, 1] rounded to bf16 (8-bit mantissa) puts
+//   about 1e-4 absolute error on outputs near zero and fails the config's
+//   atol 1e-4 / rtol 0.02 with matched_ratio 1 (a CPU simulation of the
+//   L = 6294, d = 128 workload: 79 of 32768 elements fail; fp16 P: none, the
+//   worst at 0.37 of the tolerance). V is therefore converted bf16 -> fp16 in
+//   shared memory by the thread that loaded each chunk, right after its
+//   cp.async wait (no extra barrier). The conversion is exact for
+//   6.1e-5 <= |v| <= 65504; larger |v| would overflow to inf (V caches of
+//   real models are far below that; the config's V is N(0, 1)).
+// - Output normalised by the row sum, staged through the warp's own Q rows
+//   in shared memory and written as 16-byte stores.
+// Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
+// writing (the output check then fails loudly). block_size must be 16.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+
+#define THREADS 128
+#ifndef UA_BN128
+#define UA_BN128 64  // keys per tile for d <= 128 (32 also fits without spills; bench/hopper/unified_attention.py)
+#endif
+#ifndef UA_PV_BF16
+#define UA_PV_BF16 0  // ablation only: bf16 P and V, no conversion (fails the tolerance, see above)
+#endif
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&h);
+}
+
+// bf16x2 -> f16x2 (exact in fp16's normal range).
+__device__ __forceinline__ unsigned bf2_to_h2(unsigned x) {
+  return pack_half2(__uint_as_float(x << 16), __uint_as_float(x & 0xffff0000u));
+}
+
+// The prefix sums of seqused_k: cu[i] = sum_{k < i} seqused_k[k], cu[n] = total.
+// One block of 1024 threads: each thread sums a contiguous run, then a
+// Hillis-Steele scan of the 1024 partial sums in shared memory.
+extern "C" __global__ void __launch_bounds__(1024) unified_attention_cu(const int* __restrict__ seqused_k,
+                                                                       int* __restrict__ cu, int num_seqs) {
+  __shared__ int part[1024];
+  const int t = threadIdx.x;
+  const int per = (num_seqs + 1023) / 1024;
+  const int b = t * per, e = min(num_seqs, b + per);
+  int s = 0;
+  for (int i = b; i < e; ++i) s += seqused_k[i];
+  part[t] = s;
+  __syncthreads();
+  for (int off = 1; off < 1024; off *= 2) {
+    const int v = t >= off ? part[t - off] : 0;
+    __syncthreads();
+    part[t] += v;
+    __syncthreads();
+  }
+  int run = t == 0 ? 0 : part[t - 1];
+  for (int i = b; i < e; ++i) {
+    cu[i] = run;
+    run += seqused_k[i];
+  }
+  if (t == 1023) cu[num_seqs] = part[1023];
+}
+
+template <int D, int DP, int WM, int BN>
+__device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
+                                          const __nv_bfloat16* __restrict__ k_cache,
+                                          const __nv_bfloat16* __restrict__ v_cache,
+                                          const int* __restrict__ seqused_k, const int* __restrict__ block_table,
+                                          __nv_bfloat16* __restrict__ out, const int* __restrict__ cu, int hq,
+                                          int hkv, int max_blocks, unsigned char* smem) {
+  constexpr int BM = 64 * WM;       // query rows per block
+  constexpr int RS = DP * 2 + 16;   // shared-memory row stride in bytes
+  constexpr int CH = D / 8;         // 16-byte chunks of a real row
+  constexpr int CHP = DP / 8;       // ... of a padded row
+  constexpr int NT = BN / 8;        // n8 tiles of S
+  constexpr int DT = DP / 8;        // n8 tiles of O
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
+  const int len = seqused_k[seq];
+  const int r0 = qt * BM;
+  if (r0 >= len) return;  // uniform across the block
+  const long long qs = cu[seq];
+  const int hk = h / (hq / hkv);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const unsigned sQ = smem_u32(smem);
+  const unsigned sK = sQ + BM * RS;
+  const unsigned sV = sK + 2 * BN * RS;
+
+  if (CHP > CH) {  // zero the pad columns (d 72 -> 80) once: cp.async never writes them
+    for (int row = tid; row < BM + 4 * BN; row += THREADS)
+#pragma unroll
+      for (int c = CH; c < CHP; ++c)
+        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sQ + row * RS + c * 16), "r"(0)
+                     : "memory");
+  }
+  // Q tile
+  for (int c = tid; c < BM * CH; c += THREADS) {
+    const int row = c / CH, ch = c % CH, r = r0 + row;
+    const bool ok = r < len;
+    const __nv_bfloat16* src = ok ? q + ((qs + r) * hq + h) * D + ch * 8 : q;
+    cp_async16(sQ + row * RS + ch * 16, src, ok ? 16 : 0);
+  }
+  const long long bt_row = static_cast<long long>(seq) * max_blocks;
+  auto load_kv = [&](int t, int b) {
+    const unsigned dK = sK + b * BN * RS, dV = sV + b * BN * RS;
+#pragma unroll
+    for (int i = 0; i < (BN * CH + THREADS - 1) / THREADS; ++i) {
+      const int c = tid + i * THREADS;
+      if ((BN * CH) % THREADS != 0 && c >= BN * CH) break;
+      const int row = c / CH, ch = c % CH, j = t * BN + row;
+      const bool ok = j < len;
+      long long off = 0;
+      if (ok) {
+        const long long phys = block_table[bt_row + (j >> 4)];
+        off = ((phys * 16 + (j & 15)) * hkv + hk) * D + ch * 8;
+      }
+      cp_async16(dK + row * RS + ch * 16, k_cache + off, ok ? 16 : 0);
+      cp_async16(dV + row * RS + ch * 16, v_cache + off, ok ? 16 : 0);
+    }
+  };
+  auto convert_v = [&](int b) {  // the chunks this thread loaded, bf16 -> fp16 in place
+    const unsigned dV = sV + b * BN * RS;
+#pragma unroll
+    for (int i = 0; i < (BN * CH + THREADS - 1) / THREADS; ++i) {
+      const int c = tid + i * THREADS;
+      if ((BN * CH) % THREADS != 0 && c >= BN * CH) break;
+      const int row = c / CH, ch = c % CH;
+      const unsigned a = dV + row * RS + ch * 16;
+      unsigned x0, x1, x2, x3;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                   : "r"(a)
+                   : "memory");
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bf2_to_h2(x0)), "r"(bf2_to_h2(x1)),
+                   "r"(bf2_to_h2(x2)), "r"(bf2_to_h2(x3))
+                   : "memory");
+    }
+  };
+
+  const int kend = min(len, r0 + BM);  // keys this block needs
+  const int ntiles = (kend + BN - 1) / BN;
+  load_kv(0, 0);
+  cp_async_commit();
+
+  const int wr0 = warp * 16 * WM;          // the warp's first row in the tile
+  const int wrow_lo = r0 + wr0;            // its first query row
+  const int wrow_hi = wrow_lo + 16 * WM - 1;
+  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+  const int g = lane >> 2, tig = lane & 3;
+
+  float o[WM][DT][4];
+  float m[WM][2], l[WM][2];
+#pragma unroll
+  for (int mi = 0; mi < WM; ++mi) {
+#pragma unroll
+    for (int d = 0; d < DT; ++d) o[mi][d][0] = o[mi][d][1] = o[mi][d][2] = o[mi][d][3] = 0.f;
+    m[mi][0] = m[mi][1] = -__int_as_float(0x7f800000);
+    l[mi][0] = l[mi][1] = 0.f;
+  }
+
+  for (int t = 0; t < ntiles; ++t) {
+    const int b = t & 1;
+    cp_async_wait_all();
+    if (!UA_PV_BF16) convert_v(b);
+    __syncthreads();  // tile t (and Q) visible to all; buffer b ^ 1 free
+    if (t + 1 < ntiles) load_kv(t + 1, b ^ 1);
+    cp_async_commit();
+    const int t0 = t * BN;
+    if (t0 > wrow_hi) continue;  // every key of the tile is after every row of this warp
+    const unsigned sKb = sK + b * BN * RS, sVb = sV + b * BN * RS;
+
+    float s[WM][NT][4];
+#pragma unroll
+    for (int mi = 0; mi < WM; ++mi)
+#pragma unroll
+      for (int n = 0; n < NT; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk) {
+      unsigned a[WM][4];
+#pragma unroll
+      for (int mi = 0; mi < WM; ++mi)
+        ldsm_x4(sQ + (wr0 + mi * 16 + (lane & 15)) * RS + (kk * 2 + (lane >> 4)) * 16, a[mi]);
+#pragma unroll
+      for (int nj = 0; nj < BN / 16; ++nj) {
+        unsigned bb[4];
+        ldsm_x4(sKb + (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS + (kk * 2 + ((lane >> 3) & 1)) * 16, bb);
+#pragma unroll
+        for (int mi = 0; mi < WM; ++mi) {
+          mma_bf16(s[mi][2 * nj], a[mi], bb[0], bb[1]);
+          mma_bf16(s[mi][2 * nj + 1], a[mi], bb[2], bb[3]);
+        }
+      }
+    }
+    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {  // the tile crosses the diagonal or the end
+#pragma unroll
+      for (int mi = 0; mi < WM; ++mi)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = wrow_lo + mi * 16 + g + (e >> 1) * 8;
+            const int j = t0 + n * 8 + 2 * tig + (e & 1);
+            if (j > r || j >= len) s[mi][n][e] = -__int_as_float(0x7f800000);
+          }
+    }
+    unsigned p[WM][NT][2];
+#pragma unroll
+    for (int mi = 0; mi < WM; ++mi)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float mx = m[mi][hf];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(s[mi][n][2 * hf], s[mi][n][2 * hf + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float corr = fast_exp2((m[mi][hf] - mx) * sl2);
+        m[mi][hf] = mx;
+        const float moff = mx * sl2;
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          const float p0 = fast_exp2(fmaf(s[mi][n][2 * hf], sl2, -moff));
+          const float p1 = fast_exp2(fmaf(s[mi][n][2 * hf + 1], sl2, -moff));
+          sum += p0 + p1;
+          if (UA_PV_BF16) {
+            __nv_bfloat162 pb = __floats2bfloat162_rn(p0, p1);
+            p[mi][n][hf] = *reinterpret_cast<unsigned*>(&pb);
+          } else {
+            p[mi][n][hf] = pack_half2(p0, p1);
+          }
+        }
+        l[mi][hf] = l[mi][hf] * corr + sum;
+#pragma unroll
+        for (int d = 0; d < DT; ++d) {
+          o[mi][d][2 * hf] *= corr;
+          o[mi][d][2 * hf + 1] *= corr;
+        }
+      }
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj) {
+      unsigned a[WM][4];
+#pragma unroll
+      for (int mi = 0; mi < WM; ++mi) {
+        a[mi][0] = p[mi][2 * kj][0];
+        a[mi][1] = p[mi][2 * kj][1];
+        a[mi][2] = p[mi][2 * kj + 1][0];
+        a[mi][3] = p[mi][2 * kj + 1][1];
+      }
+#pragma unroll
+      for (int dj = 0; dj < DP / 16; ++dj) {
+        unsigned bb[4];
+        ldsm_x4_t(sVb + (kj * 16 + (lane & 7) + (((lane >> 3) & 1) << 3)) * RS + (dj * 2 + (lane >> 4)) * 16, bb);
+#pragma unroll
+        for (int mi = 0; mi < WM; ++mi) {
+          if (UA_PV_BF16) {
+            mma_bf16(o[mi][2 * dj], a[mi], bb[0], bb[1]);
+            mma_bf16(o[mi][2 * dj + 1], a[mi], bb[2], bb[3]);
+          } else {
+            mma_f16(o[mi][2 * dj], a[mi], bb[0], bb[1]);
+            mma_f16(o[mi][2 * dj + 1], a[mi], bb[2], bb[3]);
+          }
+        }
+      }
+    }
+  }
+
+  // Normalise, stage the bf16 rows in the warp's own Q rows, store 16-byte chunks.
+#pragma unroll
+  for (int mi = 0; mi < WM; ++mi)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float sum = l[mi][hf];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.f / sum;
+      const unsigned rowa = sQ + (wr0 + mi * 16 + g + hf * 8) * RS + tig * 4;
+#pragma unroll
+      for (int d = 0; d < DT; ++d) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(o[mi][d][2 * hf] * inv, o[mi][d][2 * hf + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16), "r"(*reinterpret_cast<unsigned*>(&v))
+                     : "memory");
+      }
+    }
+  __syncwarp();
+  for (int c = lane; c < 16 * WM * CH; c += 32) {
+    const int row = c / CH, ch = c % CH, r = wrow_lo + row;
+    if (r >= len) continue;
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(sQ + (wr0 + row) * RS + ch * 16)
+                 : "memory");
+    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+    unified_attention_fa2(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+                          const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
+                          const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+                          const int* __restrict__ cu, int num_query_heads, int num_kv_heads, int head_size,
+                          int block_size, int max_blocks) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (block_size != 16) return;
+#define KOPT_UA_CASE(D, DP, WM, BN)                                                                        \
+  case D:                                                                                                  \
+    attn_tile<D, DP, WM, BN>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,        \
+                             num_kv_heads, max_blocks, smem);                                              \
+    break;
+  switch (head_size) {
+    KOPT_UA_CASE(64, 64, 2, UA_BN128)
+    KOPT_UA_CASE(72, 80, 2, UA_BN128)
+    KOPT_UA_CASE(80, 80, 2, UA_BN128)
+    KOPT_UA_CASE(128, 128, 2, UA_BN128)
+    KOPT_UA_CASE(192, 192, 1, 32)
+    KOPT_UA_CASE(256, 256, 1, 32)
+    default:
+      break;
+  }
+#undef KOPT_UA_CASE
+}
