@@ -18,7 +18,7 @@
 //   / 32 <= 128 registers per thread). Heads are the fastest grid dimension
 //   so the hq / hkv heads that share a KV head run side by side (K/V reuse in
 //   L2), and q tiles are issued longest first (causal load balance).
-// - K and V tiles of BN keys (64; 32 for d >= 192) streamed through shared
+// - K and V tiles of BN keys (64 for d <= 80, 32 for d >= 128) streamed through shared
 //   memory with cp.async (16-byte chunks, zero-filled past the sequence end),
 //   two buffers each: the next tile's loads are issued right after the
 //   barrier that publishes the current one, so they overlap its MMAs. The
@@ -32,29 +32,30 @@
 //   sequence end, and a warp whose rows all lie before a tile skips it.
 // - Online softmax in fp32 on the accumulator fragments (row max and sum over
 //   the 4 lanes of a quad by shuffles, exp2 with log2(e)/sqrt(d) folded in).
-// - P V in fp16, not bf16: P in [0, 1] rounded to bf16 (8-bit mantissa) puts
-//   about 1e-4 absolute error on outputs near zero and fails the config's
-//   atol 1e-4 / rtol 0.02 with matched_ratio 1 (a CPU simulation of the
-//   L = 6294, d = 128 workload: 79 of 32768 elements fail; fp16 P: none, the
-//   worst at 0.37 of the tolerance). V is therefore converted bf16 -> fp16 in
-//   shared memory by the thread that loaded each chunk, right after its
-//   cp.async wait (no extra barrier). The conversion is exact for
-//   6.1e-5 <= |v| <= 65504; larger |v| would overflow to inf (V caches of
-//   real models are far below that; the config's V is N(0, 1)).
+// - P V with P split into two bf16 terms, hi = bf16(p) and lo = bf16(p - hi),
+//   and two MMAs per P V step (hi + lo carries 16 mantissa bits). One bf16
+//   P (8 bits, what FlashAttention and vLLM's Triton kernel do) fails the
+//   config's tolerance (atol 1e-4, rtol 0.02, every element): outputs near
+//   zero get about 1e-3 absolute error. Measured on the H200 (2026-12-02,
+//   bench/hopper/unified_attention.py, 256 + 64 checked rows per sequence):
+//   one bf16 P fails every workload (up to 33x the tolerance); fp16 P with V
+//   converted to fp16 in shared memory (11 bits) still fails every workload
+//   but one (1.1x to 3.8x the tolerance, worst on the 256-token batches,
+//   whose outputs are largest). The second P V MMA costs about a third more
+//   tensor work (three MMAs per key and dim instead of two).
 // - Output normalised by the row sum, staged through the warp's own Q rows
 //   in shared memory and written as 16-byte stores.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 
 #define THREADS 128
 #ifndef UA_BN128
-#define UA_BN128 64  // keys per tile for d <= 128 (32 also fits without spills; bench/hopper/unified_attention.py)
+#define UA_BN128 32  // keys per tile for d = 128 (64 spills with the split P; measured slower already without it)
 #endif
-#ifndef UA_PV_BF16
-#define UA_PV_BF16 0  // ablation only: bf16 P and V, no conversion (fails the tolerance, see above)
+#ifndef UA_P_SPLIT
+#define UA_P_SPLIT 1  // 1: P as bf16 hi + lo (two P.V MMAs); 0: one bf16 P (ablation: fails the tolerance)
 #endif
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -86,28 +87,15 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ void mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 
-__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
-  __half2 h = __floats2half2_rn(lo, hi);
+__device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<unsigned*>(&h);
-}
-
-// bf16x2 -> f16x2 (exact in fp16's normal range).
-__device__ __forceinline__ unsigned bf2_to_h2(unsigned x) {
-  return pack_half2(__uint_as_float(x << 16), __uint_as_float(x & 0xffff0000u));
 }
 
 // The prefix sums of seqused_k: cu[i] = sum_{k < i} seqused_k[k], cu[n] = total.
@@ -194,25 +182,6 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
       cp_async16(dV + row * RS + ch * 16, v_cache + off, ok ? 16 : 0);
     }
   };
-  auto convert_v = [&](int b) {  // the chunks this thread loaded, bf16 -> fp16 in place
-    const unsigned dV = sV + b * BN * RS;
-#pragma unroll
-    for (int i = 0; i < (BN * CH + THREADS - 1) / THREADS; ++i) {
-      const int c = tid + i * THREADS;
-      if ((BN * CH) % THREADS != 0 && c >= BN * CH) break;
-      const int row = c / CH, ch = c % CH;
-      const unsigned a = dV + row * RS + ch * 16;
-      unsigned x0, x1, x2, x3;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                   : "r"(a)
-                   : "memory");
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bf2_to_h2(x0)), "r"(bf2_to_h2(x1)),
-                   "r"(bf2_to_h2(x2)), "r"(bf2_to_h2(x3))
-                   : "memory");
-    }
-  };
-
   const int kend = min(len, r0 + BM);  // keys this block needs
   const int ntiles = (kend + BN - 1) / BN;
   load_kv(0, 0);
@@ -237,7 +206,6 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   for (int t = 0; t < ntiles; ++t) {
     const int b = t & 1;
     cp_async_wait_all();
-    if (!UA_PV_BF16) convert_v(b);
     __syncthreads();  // tile t (and Q) visible to all; buffer b ^ 1 free
     if (t + 1 < ntiles) load_kv(t + 1, b ^ 1);
     cp_async_commit();
@@ -279,7 +247,7 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
             if (j > r || j >= len) s[mi][n][e] = -__int_as_float(0x7f800000);
           }
     }
-    unsigned p[WM][NT][2];
+    unsigned p[WM][NT][2], plo[WM][NT][2];
 #pragma unroll
     for (int mi = 0; mi < WM; ++mi)
 #pragma unroll
@@ -298,12 +266,10 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
           const float p0 = fast_exp2(fmaf(s[mi][n][2 * hf], sl2, -moff));
           const float p1 = fast_exp2(fmaf(s[mi][n][2 * hf + 1], sl2, -moff));
           sum += p0 + p1;
-          if (UA_PV_BF16) {
-            __nv_bfloat162 pb = __floats2bfloat162_rn(p0, p1);
-            p[mi][n][hf] = *reinterpret_cast<unsigned*>(&pb);
-          } else {
-            p[mi][n][hf] = pack_half2(p0, p1);
-          }
+          const unsigned hi = pack_bf162(p0, p1);
+          p[mi][n][hf] = hi;
+          if (UA_P_SPLIT)  // the rounding error of hi, itself rounded to bf16: hi + lo carries 16 bits
+            plo[mi][n][hf] = pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
         }
         l[mi][hf] = l[mi][hf] * corr + sum;
 #pragma unroll
@@ -314,13 +280,19 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
       }
 #pragma unroll
     for (int kj = 0; kj < BN / 16; ++kj) {
-      unsigned a[WM][4];
+      unsigned a[WM][4], al[WM][4];
 #pragma unroll
       for (int mi = 0; mi < WM; ++mi) {
         a[mi][0] = p[mi][2 * kj][0];
         a[mi][1] = p[mi][2 * kj][1];
         a[mi][2] = p[mi][2 * kj + 1][0];
         a[mi][3] = p[mi][2 * kj + 1][1];
+        if (UA_P_SPLIT) {
+          al[mi][0] = plo[mi][2 * kj][0];
+          al[mi][1] = plo[mi][2 * kj][1];
+          al[mi][2] = plo[mi][2 * kj + 1][0];
+          al[mi][3] = plo[mi][2 * kj + 1][1];
+        }
       }
 #pragma unroll
       for (int dj = 0; dj < DP / 16; ++dj) {
@@ -328,13 +300,12 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
         ldsm_x4_t(sVb + (kj * 16 + (lane & 7) + (((lane >> 3) & 1) << 3)) * RS + (dj * 2 + (lane >> 4)) * 16, bb);
 #pragma unroll
         for (int mi = 0; mi < WM; ++mi) {
-          if (UA_PV_BF16) {
-            mma_bf16(o[mi][2 * dj], a[mi], bb[0], bb[1]);
-            mma_bf16(o[mi][2 * dj + 1], a[mi], bb[2], bb[3]);
-          } else {
-            mma_f16(o[mi][2 * dj], a[mi], bb[0], bb[1]);
-            mma_f16(o[mi][2 * dj + 1], a[mi], bb[2], bb[3]);
+          if (UA_P_SPLIT) {
+            mma_bf16(o[mi][2 * dj], al[mi], bb[0], bb[1]);
+            mma_bf16(o[mi][2 * dj + 1], al[mi], bb[2], bb[3]);
           }
+          mma_bf16(o[mi][2 * dj], a[mi], bb[0], bb[1]);
+          mma_bf16(o[mi][2 * dj + 1], a[mi], bb[2], bb[3]);
         }
       }
     }
@@ -384,9 +355,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
                              num_kv_heads, max_blocks, smem);                                              \
     break;
   switch (head_size) {
-    KOPT_UA_CASE(64, 64, 2, UA_BN128)
-    KOPT_UA_CASE(72, 80, 2, UA_BN128)
-    KOPT_UA_CASE(80, 80, 2, UA_BN128)
+    KOPT_UA_CASE(64, 64, 2, 64)
+    KOPT_UA_CASE(72, 80, 2, 64)
+    KOPT_UA_CASE(80, 80, 2, 64)
     KOPT_UA_CASE(128, 128, 2, UA_BN128)
     KOPT_UA_CASE(192, 192, 1, 32)
     KOPT_UA_CASE(256, 256, 1, 32)
