@@ -63,9 +63,11 @@ def dense_kv(x, cache):
 def launch_fn(fns, x, out, cu):
     fcu, fa = fns
     d, L = x["d"], x["L"]
-    X = min(1, 191 // d)
-    bm = 64 + 64 * X
-    smem = (192 + 192 * X) * (32 * ((d + 15) // 16) + 16)
+    # the config's launch plan (bm: 128 rows for d <= 80, 64 for d >= 128), shared
+    # memory the largest any variant needs (BN 64 at d 128 on the mma.sync path)
+    X, X2 = min(1, 191 // d), min(1, 127 // d)
+    bm = 64 + 64 * X2
+    smem = max((192 + 192 * X) * (32 * ((d + 15) // 16) + 16), 83968 if d == 128 else 0)
     fa.max_dynamic_shared_size_bytes = smem
     grid = (x["hq"], (L + bm - 1) // bm, x["n"])
     args = (P(x["q"]), P(x["kc"]), P(x["vc"]), P(x["su"]), P(x["bt"]), P(out), P(cu), np.int32(x["hq"]),

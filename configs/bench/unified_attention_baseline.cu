@@ -98,6 +98,75 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
   return *reinterpret_cast<unsigned*>(&h);
 }
 
+
+#ifndef UA_WGMMA
+#define UA_WGMMA 1  // d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path
+#endif
+#ifndef UA_V_SWAP
+#define UA_V_SWAP 0  // 1 swaps the two strides of V's MN-major descriptor (a probe, see desc_v)
+#endif
+
+// Shared-memory matrix descriptor with 128-byte swizzle; lbo / sbo in bytes.
+// K-major (Q, K): rows of 128 bytes (64 bf16 of the reduction dim), 8-row
+// groups 1024 bytes apart (SBO), LBO unused; base 1024-aligned.
+__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins registers at this point of the program (after a wgmma wait, before the
+// next use), so the compiler cannot move their reads or writes across it.
+template <int R>
+__device__ __forceinline__ void fence_regs(float* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R>
+__device__ __forceinline__ void fence_uregs(unsigned* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// wgmma with A from registers (the mma.sync A fragment layout per warp).
+// S = Q K^T: B = K tile, K-major. O += P V: B = V tile read MN-major
+// (imm-trans-b = 1), so V is copied into shared memory in the same swizzled
+// row layout as K and never transposed.
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
 // The prefix sums of seqused_k: cu[i] = sum_{k < i} seqused_k[k], cu[n] = total.
 // One block of 1024 threads: each thread sums a contiguous run, then a
 // Hillis-Steele scan of the 1024 partial sums in shared memory.
@@ -341,6 +410,235 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   }
 }
 
+
+// d = 128 on wgmma: one warpgroup (4 warps) per (query head, 64 query rows,
+// sequence); warp w owns rows 16w .. 16w + 15. Q is read once into
+// registers (ldmatrix, the A fragments of all 8 k16 steps). K and V tiles of
+// 64 keys, two buffers each, in two 64-column panels of 64 rows x 128 bytes,
+// 16-byte chunk c of row r at chunk c ^ (r % 8) (the 128-byte swizzle both
+// descriptors read). Per tile t: S_t = Q K_t^T (8 wgmma m64n64k16), then, while
+// the softmax of tile t runs, O += P_{t-1} V_{t-1} (8 wgmma m64n128k16: hi and
+// lo halves of P over 4 k16 steps) is still in flight; O is rescaled by
+// exp(m_{t-1} - m_t) once that group has completed.
+__device__ __forceinline__ void attn_wgmma_d128(const __nv_bfloat16* __restrict__ q,
+                                                const __nv_bfloat16* __restrict__ k_cache,
+                                                const __nv_bfloat16* __restrict__ v_cache,
+                                                const int* __restrict__ seqused_k,
+                                                const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+                                                const int* __restrict__ cu, int hq, int hkv, int max_blocks,
+                                                unsigned char* smem) {
+  constexpr int D = 128, BM = 64, BN = 64, RS = D * 2 + 16, CH = D / 8;
+  constexpr int TB = BN * D * 2;  // bytes of one K or V tile
+  constexpr int PANEL = BN * 128; // bytes of one 64-column panel of a tile
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
+  const int len = seqused_k[seq];
+  const int r0 = qt * BM;
+  if (r0 >= len) return;
+  const long long qs = cu[seq];
+  const int hk = h / (hq / hkv);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const unsigned sQ = smem_u32(smem);
+  const unsigned sT = (sQ + BM * RS + 1023u) & ~1023u;  // K0, K1, V0, V1 (the plan adds 1 KiB)
+  const long long bt_row = static_cast<long long>(seq) * max_blocks;
+
+  for (int c = tid; c < BM * CH; c += 128) {
+    const int row = c / CH, ch = c % CH, r = r0 + row;
+    const bool ok = r < len;
+    cp_async16(sQ + row * RS + ch * 16, ok ? q + ((qs + r) * hq + h) * D + ch * 8 : q, ok ? 16 : 0);
+  }
+  // Thread t copies chunk t % 16 (dims 8 (t % 16) ..) of rows t / 16 + 8 i: its
+  // swizzled position depends on the row only through r % 8 = t / 16.
+  const int cc = tid & 15, rr = tid >> 4;
+  const unsigned dst_off = (cc >> 3) * PANEL + rr * 128 + (((cc & 7) ^ rr) << 4);
+  auto load_tile = [&](const __nv_bfloat16* __restrict__ cache, int t, unsigned dst) {
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+      const int j = t * BN + rr + 8 * i;
+      const bool ok = j < len;
+      long long off = 0;
+      if (ok) {
+        const long long phys = block_table[bt_row + (j >> 4)];
+        off = ((phys * 16 + (j & 15)) * hkv + hk) * D + cc * 8;
+      }
+      cp_async16(dst + dst_off + i * 1024, cache + off, ok ? 16 : 0);
+    }
+  };
+  const int kend = min(len, r0 + BM);
+  const int ntiles = (kend + BN - 1) / BN;
+  load_tile(k_cache, 0, sT);
+  load_tile(v_cache, 0, sT + 2 * TB);
+  cp_async_commit();  // Q, K_0, V_0
+  if (ntiles > 1) load_tile(k_cache, 1, sT + TB);
+  cp_async_commit();  // K_1
+  cp_async_wait<1>();
+  fence_proxy_async();
+  __syncthreads();
+
+  unsigned qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    ldsm_x4(sQ + (16 * warp + (lane & 15)) * RS + (kk * 2 + (lane >> 4)) * 16, qf[kk]);
+
+  const int wrow_lo = r0 + 16 * warp;
+  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+  float o[D / 2], sacc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+#pragma unroll
+  for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  const unsigned vlbo = UA_V_SWAP ? 1024u : static_cast<unsigned>(PANEL);
+  const unsigned vsbo = UA_V_SWAP ? static_cast<unsigned>(PANEL) : 1024u;
+
+  for (int t = 0; t < ntiles; ++t) {
+    const int b = t & 1;
+    if (t > 0) {
+      cp_async_wait<1>();  // K_t and V_{t-1} have landed (V_t may still be in flight)
+      fence_proxy_async();
+      __syncthreads();
+      if (t + 1 < ntiles) load_tile(k_cache, t + 1, sT + (b ^ 1) * TB);  // K_{t-1}'s buffer
+      cp_async_commit();
+    }
+    fence_regs<D / 2>(o);
+    fence_regs<BN / 2>(sacc);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+    {
+      const unsigned long long dk = desc_sw128(sT + b * TB, 16, 1024);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        wgmma_m64n64k16_rs(sacc, qf[kk], dk + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3), kk > 0);
+    }
+    wgmma_commit();
+    if (t > 0) {
+      wgmma_fence();
+      const unsigned long long dv = desc_sw128(sT + (2 + (b ^ 1)) * TB, vlbo, vsbo);
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj) {
+        if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv + kj * (2048 >> 4), 1);
+        wgmma_m64n128k16_rs_t(o, ph[kj], dv + kj * (2048 >> 4), 1);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
+    fence_regs<BN / 2>(sacc);
+
+    const int t0 = t * BN;
+    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = wrow_lo + g + (e >> 1) * 8;
+          const int j = t0 + n * 8 + 2 * tig + (e & 1);
+          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+        }
+    }
+    unsigned nh[BN / 16][4], nl[BN / 16][4];
+    float corr[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = m[hf];
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+      m[hf] = mx;
+      const float moff = mx * sl2;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+        sum += p0 + p1;
+        const unsigned hi = pack_bf162(p0, p1);
+        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+        nh[n >> 1][(n & 1) * 2 + hf] = hi;
+        nl[n >> 1][(n & 1) * 2 + hf] =
+            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+      }
+      l[hf] = l[hf] * corr[hf] + sum;
+    }
+    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+    fence_regs<D / 2>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);  // P_{t-1} stays live (read by the async MMAs) until here
+    fence_uregs<BN / 4>(&pl[0][0]);
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      o[4 * d] *= corr[0];
+      o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1];
+      o[4 * d + 3] *= corr[1];
+    }
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ph[kj][e] = nh[kj][e];
+        pl[kj][e] = nl[kj][e];
+      }
+    __syncthreads();  // every warp's P_{t-1} V_{t-1} is done: V_{t-1}'s buffer is free
+    if (t + 1 < ntiles) load_tile(v_cache, t + 1, sT + (2 + (b ^ 1)) * TB);
+    cp_async_commit();
+  }
+  // The last P V.
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();
+  fence_regs<D / 2>(o);
+  fence_uregs<BN / 4>(&ph[0][0]);
+  fence_uregs<BN / 4>(&pl[0][0]);
+  wgmma_fence();
+  {
+    const unsigned long long dv = desc_sw128(sT + (2 + ((ntiles - 1) & 1)) * TB, vlbo, vsbo);
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj) {
+      if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv + kj * (2048 >> 4), 1);
+      wgmma_m64n128k16_rs_t(o, ph[kj], dv + kj * (2048 >> 4), 1);
+    }
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_regs<D / 2>(o);
+
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = l[hf];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const unsigned rowa = sQ + (16 * warp + g + hf * 8) * RS + tig * 4;
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      __nv_bfloat162 v = __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16), "r"(*reinterpret_cast<unsigned*>(&v))
+                   : "memory");
+    }
+  }
+  __syncwarp();
+  for (int c = lane; c < 16 * CH; c += 32) {
+    const int row = c / CH, ch = c % CH, r = wrow_lo + row;
+    if (r >= len) continue;
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(sQ + (16 * warp + row) * RS + ch * 16)
+                 : "memory");
+    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
     unified_attention_fa2(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
                           const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
@@ -358,7 +656,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
     KOPT_UA_CASE(64, 64, 2, 64)
     KOPT_UA_CASE(72, 80, 2, 64)
     KOPT_UA_CASE(80, 80, 2, 64)
-    KOPT_UA_CASE(128, 128, 2, UA_BN128)
+    case 128:
+      if (UA_WGMMA)
+        attn_wgmma_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads, num_kv_heads,
+                        max_blocks, smem);
+      else
+        attn_tile<128, 128, 2, UA_BN128>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                                         num_kv_heads, max_blocks, smem);
+      break;
     KOPT_UA_CASE(192, 192, 1, 32)
     KOPT_UA_CASE(256, 256, 1, 32)
     default:
