@@ -60,13 +60,14 @@ def dense_kv(x, cache):
     return k.reshape(n, used * 16, x["hkv"], x["d"])[:, :L]  # [n, L, hkv, d]
 
 
-def launch_fn(fns, x, out, cu):
+def launch_fn(fns, x, out, cu, wgmma):
     fcu, fa = fns
     d, L = x["d"], x["L"]
-    # the config's launch plan (bm: 128 rows for d <= 80, 64 for d >= 128), shared
-    # memory the largest any variant needs (BN 64 at d 128 on the mma.sync path)
-    X, X2 = min(1, 191 // d), min(1, 127 // d)
-    bm = 64 + 64 * X2
+    # the config's launch plan (bm: 128 rows for d <= 128 on the mma.sync path,
+    # 64 on the wgmma path and for d >= 192), shared memory the largest any
+    # variant needs (BN 64 at d 128 on the mma.sync path)
+    X = min(1, 191 // d)
+    bm = 64 if (wgmma and d == 128) else 64 + 64 * X
     smem = max((192 + 192 * X) * (32 * ((d + 15) // 16) + 16), 83968 if d == 128 else 0)
     fa.max_dynamic_shared_size_bytes = smem
     grid = (x["hq"], (L + bm - 1) // bm, x["n"])
@@ -164,7 +165,7 @@ def main():
                 continue
             out = torch.full_like(x["q"], float("nan"))
             cu = torch.empty(n + 1, device="cuda", dtype=torch.int32)
-            run = launch_fn(fns[name], x, out, cu)
+            run = launch_fn(fns[name], x, out, cu, "UA_WGMMA=1" in defs)
             run(); torch.cuda.synchronize()
             r = dict(variant=name, workload=w["id"], weight=w["weight"])
             if name not in a.no_check.split(","):

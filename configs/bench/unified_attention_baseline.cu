@@ -100,7 +100,7 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 
 
 #ifndef UA_WGMMA
-#define UA_WGMMA 1  // d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path
+#define UA_WGMMA 0  // 1: d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path (the config parameter)
 #endif
 #ifndef UA_V_SWAP
 #define UA_V_SWAP 0  // 1 swaps the two strides of V's MN-major descriptor (a probe, see desc_v)
