@@ -1,7 +1,8 @@
 #!/bin/bash
 # The unified_attention baseline on the H200 (issue 23), about 5 minutes of device time.
 # 1) harness on the d = 128 workloads: fa2 (default, mma.sync), wg (UA_WGMMA=1), wgswap (V descriptor probe), wgnosplit (ablation)
-# 2) kopt eval of the config's baseline (default UA_WGMMA=0) and of the wgmma candidate; 3) harness on the other head sizes; 4) kopt profile.
+# 2) kopt eval of the config's baseline (default UA_WGMMA=0) and of the wgmma candidate; 3) harness on the other head sizes;
+# 4) kopt eval of attention_forward's baseline on 5 of its shapes; 5) kopt profile.
 # From the repository root on the GPU machine, with kopt and kopt-worker bundled in .gpuwork/bundle
 # (as .gpuwork/verify.sh does): bash bench/hopper/unified_attention_gpu.sh [CFG_DIR] [HARNESS_DIR]
 # CFG_DIR holds unified_attention.json and its .cu files (default configs/bench), HARNESS_DIR this
@@ -23,6 +24,9 @@ python3 $A/summarize_eval.py $OUT/eval_wg.json candidate 2>&1 | tee $OUT/eval_wg
 OTH=$(python3 -c "import json;print(','.join(w['id'] for w in json.load(open('$C/unified_attention.json'))['workloads'] if w['axes']['head_size']!=128))")
 el=$(( $(date +%s) - T0 )); PYTHONUNBUFFERED=1 timeout $(( 265 - el )) $H --only $OTH --variants "fa2=" --out $OUT/hoth.json > $OUT/hoth.log 2>&1; echo "hoth rc=$? $(( $(date +%s) - T0 ))s"
 cut -c1-250 $OUT/hoth.log
+el=$(( $(date +%s) - T0 ))
+AF="s11_l276_h4_d72 s14_l2024_h4_d72 s4_l8136_h16_d72 s9_l16742_h32_d128 s20_l1_h8_d128"
+if [ $el -lt 250 ]; then timeout $((280 - el)) $K eval $C/attention_forward.json --peaks $R/configs/hardware/gpus.json --max-time 0.2 --seeds 1 --no-store --json --workloads $AF > $OUT/eval_af.json 2> $OUT/eval_af.err; echo "eval_af rc=$?"; python3 $A/summarize_eval.py $OUT/eval_af.json 2>&1 | tee $OUT/eval_af.txt | cut -c1-150; fi
 el=$(( $(date +%s) - T0 ))
 if [ $el -lt 265 ]; then timeout $((295 - el)) $K profile $C/unified_attention.json --peaks $R/configs/hardware/gpus.json --workloads s20_n1_l6294_hq32_hkv4_d128 --no-store > $OUT/profile.txt 2>&1; echo "profile rc=$?"; cut -c1-220 $OUT/profile.txt | tail -30; fi
 cd $OUT && tar czf attn2.tgz *.txt *.json *.log *.err 2>/dev/null; ls
