@@ -135,7 +135,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     cfg = json.load(open(a.config))
     atol, rtol = cfg["tolerance"]["atol"], cfg["tolerance"]["rtol"]
-    only = set(a.only.split(",")) if a.only else None
+    only = a.only.split(",") if a.only else None  # run in this order (the heaviest first)
     variants = []
     for v in a.variants.split(";"):
         name, _, defs = v.partition("=")
@@ -147,9 +147,11 @@ def main():
         except Exception as ex:
             print(json.dumps(dict(variant=name, error=str(ex)[:2000])), flush=True)
     rows = []
-    for wi, w in enumerate(cfg["workloads"]):
-        if only and w["id"] not in only:
-            continue
+    order = list(enumerate(cfg["workloads"]))
+    if only:
+        pos = {wid: i for i, wid in enumerate(only)}
+        order = sorted((x for x in order if x[1]["id"] in pos), key=lambda x: pos[x[1]["id"]])
+    for wi, w in order:
         x = inputs(w, 1000 + wi)
         n, L, hq, d = x["n"], x["L"], x["hq"], x["d"]
         flops = 2 * hq * d * n * L * (L + 1)
