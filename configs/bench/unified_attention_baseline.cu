@@ -49,13 +49,14 @@
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
 
-
 #define THREADS 128
 #ifndef UA_BN128
-#define UA_BN128 32  // keys per tile for d = 128 (64 spills with the split P; measured slower already without it)
+// keys per tile for d = 128 (64 spills with the split P, and was slower than 32 with fp16 P)
+#define UA_BN128 32
 #endif
 #ifndef UA_P_SPLIT
-#define UA_P_SPLIT 1  // 1: P as bf16 hi + lo (two P.V MMAs); 0: one bf16 P (ablation: fails the tolerance)
+// 1: P as bf16 hi + lo (two P.V MMAs); 0: one bf16 P (ablation: fails the tolerance)
+#define UA_P_SPLIT 1
 #endif
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -66,8 +67,12 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int by
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
                : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
 
 __device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -80,9 +85,11 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned (&r)[4]) {
                : "r"(addr));
 }
 
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -98,23 +105,29 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
   return *reinterpret_cast<unsigned*>(&h);
 }
 
-
 #ifndef UA_WGMMA
-#define UA_WGMMA 0  // 1: d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path (the config parameter)
+// 1: d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path (the config parameter)
+#define UA_WGMMA 0
 #endif
 #ifndef UA_V_SWAP
-#define UA_V_SWAP 0  // 1 swaps the two strides of V's MN-major descriptor (a probe, see desc_v)
+// 1 swaps the two strides of V's MN-major descriptor (a probe: vlbo / vsbo in attn_wgmma_d128)
+#define UA_V_SWAP 0
 #endif
 
 // Shared-memory matrix descriptor with 128-byte swizzle; lbo / sbo in bytes.
 // K-major (Q, K): rows of 128 bytes (64 bf16 of the reduction dim), 8-row
 // groups 1024 bytes apart (SBO), LBO unused; base 1024-aligned.
-__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr, unsigned lbo, unsigned sbo) {
+__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr, unsigned lbo,
+                                                         unsigned sbo) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
          ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
@@ -143,18 +156,24 @@ __device__ __forceinline__ void fence_proxy_async() {
 // S = Q K^T: B = K tile, K-major. O += P V: B = V tile read MN-major
 // (imm-trans-b = 1), so V is copied into shared memory in the same swizzled
 // row layout as K and never transposed.
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4],
+                                                   unsigned long long db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
       "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
-__device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4],
+                                                      unsigned long long db, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
@@ -163,15 +182,24 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
 // The prefix sums of seqused_k: cu[i] = sum_{k < i} seqused_k[k], cu[n] = total.
 // One block of 1024 threads: each thread sums a contiguous run, then a
 // Hillis-Steele scan of the 1024 partial sums in shared memory.
-extern "C" __global__ void __launch_bounds__(1024) unified_attention_cu(const int* __restrict__ seqused_k,
-                                                                       int* __restrict__ cu, int num_seqs) {
+extern "C" __global__ void __launch_bounds__(1024)
+    unified_attention_cu(const int* __restrict__ seqused_k, int* __restrict__ cu, int num_seqs) {
   __shared__ int part[1024];
   const int t = threadIdx.x;
   const int per = (num_seqs + 1023) / 1024;
@@ -202,15 +230,15 @@ template <int D, int DP, int WM, int BN, bool PAGED, bool CAUSAL, bool SPLIT>
 __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
                                           const __nv_bfloat16* __restrict__ k_cache,
                                           const __nv_bfloat16* __restrict__ v_cache,
-                                          const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
-                                          int len, long long qs, int hq, int hkv, int max_blocks,
-                                          unsigned char* smem) {
-  constexpr int BM = 64 * WM;       // query rows per block
-  constexpr int RS = DP * 2 + 16;   // shared-memory row stride in bytes
-  constexpr int CH = D / 8;         // 16-byte chunks of a real row
-  constexpr int CHP = DP / 8;       // ... of a padded row
-  constexpr int NT = BN / 8;        // n8 tiles of S
-  constexpr int DT = DP / 8;        // n8 tiles of O
+                                          const int* __restrict__ block_table,
+                                          __nv_bfloat16* __restrict__ out, int len, long long qs,
+                                          int hq, int hkv, int max_blocks, unsigned char* smem) {
+  constexpr int BM = 64 * WM;      // query rows per block
+  constexpr int RS = DP * 2 + 16;  // shared-memory row stride in bytes
+  constexpr int CH = D / 8;        // 16-byte chunks of a real row
+  constexpr int CHP = DP / 8;      // ... of a padded row
+  constexpr int NT = BN / 8;       // n8 tiles of S
+  constexpr int DT = DP / 8;       // n8 tiles of O
   const int h = blockIdx.x, seq = blockIdx.z;
   const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
   const int r0 = qt * BM;
@@ -225,7 +253,8 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
     for (int row = tid; row < BM + 4 * BN; row += THREADS)
 #pragma unroll
       for (int c = CH; c < CHP; ++c)
-        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sQ + row * RS + c * 16), "r"(0)
+        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sQ + row * RS + c * 16),
+                     "r"(0)
                      : "memory");
   }
   // Q tile
@@ -262,8 +291,8 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   load_kv(0, 0);
   cp_async_commit();
 
-  const int wr0 = warp * 16 * WM;          // the warp's first row in the tile
-  const int wrow_lo = r0 + wr0;            // its first query row
+  const int wr0 = warp * 16 * WM;  // the warp's first row in the tile
+  const int wrow_lo = r0 + wr0;    // its first query row
   const int wrow_hi = wrow_lo + 16 * WM - 1;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   const int g = lane >> 2, tig = lane & 3;
@@ -302,7 +331,9 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
 #pragma unroll
       for (int nj = 0; nj < BN / 16; ++nj) {
         unsigned bb[4];
-        ldsm_x4(sKb + (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS + (kk * 2 + ((lane >> 3) & 1)) * 16, bb);
+        ldsm_x4(sKb + (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * RS +
+                    (kk * 2 + ((lane >> 3) & 1)) * 16,
+                bb);
 #pragma unroll
         for (int mi = 0; mi < WM; ++mi) {
           mma_bf16(s[mi][2 * nj], a[mi], bb[0], bb[1]);
@@ -310,7 +341,8 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
         }
       }
     }
-    if ((CAUSAL && t0 + BN - 1 > wrow_lo) || t0 + BN > len) {  // the tile crosses the diagonal or the end
+    if ((CAUSAL && t0 + BN - 1 > wrow_lo) ||
+        t0 + BN > len) {  // the tile crosses the diagonal or the end
 #pragma unroll
       for (int mi = 0; mi < WM; ++mi)
 #pragma unroll
@@ -344,7 +376,8 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
           const unsigned hi = pack_bf162(p0, p1);
           p[mi][n][hf] = hi;
           if (SPLIT)  // the rounding error of hi, itself rounded to bf16: hi + lo carries 16 bits
-            plo[mi][n][hf] = pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+            plo[mi][n][hf] =
+                pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
         }
         l[mi][hf] = l[mi][hf] * corr + sum;
 #pragma unroll
@@ -372,7 +405,9 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
 #pragma unroll
       for (int dj = 0; dj < DP / 16; ++dj) {
         unsigned bb[4];
-        ldsm_x4_t(sVb + (kj * 16 + (lane & 7) + (((lane >> 3) & 1) << 3)) * RS + (dj * 2 + (lane >> 4)) * 16, bb);
+        ldsm_x4_t(sVb + (kj * 16 + (lane & 7) + (((lane >> 3) & 1) << 3)) * RS +
+                      (dj * 2 + (lane >> 4)) * 16,
+                  bb);
 #pragma unroll
         for (int mi = 0; mi < WM; ++mi) {
           if (SPLIT) {
@@ -398,8 +433,10 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
       const unsigned rowa = sQ + (wr0 + mi * 16 + g + hf * 8) * RS + tig * 4;
 #pragma unroll
       for (int d = 0; d < DT; ++d) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(o[mi][d][2 * hf] * inv, o[mi][d][2 * hf + 1] * inv);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16), "r"(*reinterpret_cast<unsigned*>(&v))
+        __nv_bfloat162 v =
+            __floats2bfloat162_rn(o[mi][d][2 * hf] * inv, o[mi][d][2 * hf + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16),
+                     "r"(*reinterpret_cast<unsigned*>(&v))
                      : "memory");
       }
     }
@@ -416,7 +453,6 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   }
 }
 
-
 // d = 128 on wgmma: one warpgroup (4 warps) per (query head, 64 query rows,
 // sequence); warp w owns rows 16w .. 16w + 15. Q is read once into
 // registers (ldmatrix, the A fragments of all 8 k16 steps). K and V tiles of
@@ -426,16 +462,14 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
 // the softmax of tile t runs, O += P_{t-1} V_{t-1} (8 wgmma m64n128k16: hi and
 // lo halves of P over 4 k16 steps) is still in flight; O is rescaled by
 // exp(m_{t-1} - m_t) once that group has completed.
-__device__ __forceinline__ void attn_wgmma_d128(const __nv_bfloat16* __restrict__ q,
-                                                const __nv_bfloat16* __restrict__ k_cache,
-                                                const __nv_bfloat16* __restrict__ v_cache,
-                                                const int* __restrict__ seqused_k,
-                                                const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
-                                                const int* __restrict__ cu, int hq, int hkv, int max_blocks,
-                                                unsigned char* smem) {
+__device__ __forceinline__ void attn_wgmma_d128(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
+    const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+    const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
   constexpr int D = 128, BM = 64, BN = 64, RS = D * 2 + 16, CH = D / 8;
-  constexpr int TB = BN * D * 2;  // bytes of one K or V tile
-  constexpr int PANEL = BN * 128; // bytes of one 64-column panel of a tile
+  constexpr int TB = BN * D * 2;   // bytes of one K or V tile
+  constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile
   const int h = blockIdx.x, seq = blockIdx.z;
   const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
   const int len = seqused_k[seq];
@@ -556,7 +590,8 @@ __device__ __forceinline__ void attn_wgmma_d128(const __nv_bfloat16* __restrict_
     for (int hf = 0; hf < 2; ++hf) {
       float mx = m[hf];
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n) mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       corr[hf] = fast_exp2((m[hf] - mx) * sl2);
@@ -627,8 +662,10 @@ __device__ __forceinline__ void attn_wgmma_d128(const __nv_bfloat16* __restrict_
     const unsigned rowa = sQ + (16 * warp + g + hf * 8) * RS + tig * 4;
 #pragma unroll
     for (int d = 0; d < D / 8; ++d) {
-      __nv_bfloat162 v = __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16), "r"(*reinterpret_cast<unsigned*>(&v))
+      __nv_bfloat162 v =
+          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16),
+                   "r"(*reinterpret_cast<unsigned*>(&v))
                    : "memory");
     }
   }
@@ -646,19 +683,22 @@ __device__ __forceinline__ void attn_wgmma_d128(const __nv_bfloat16* __restrict_
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
-    unified_attention_fa2(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                          const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
-                          const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
-                          const int* __restrict__ cu, int num_query_heads, int num_kv_heads, int head_size,
-                          int block_size, int max_blocks) {
+    unified_attention_fa2(const __nv_bfloat16* __restrict__ q,
+                          const __nv_bfloat16* __restrict__ k_cache,
+                          const __nv_bfloat16* __restrict__ v_cache,
+                          const int* __restrict__ seqused_k, const int* __restrict__ block_table,
+                          __nv_bfloat16* __restrict__ out, const int* __restrict__ cu,
+                          int num_query_heads, int num_kv_heads, int head_size, int block_size,
+                          int max_blocks) {
   extern __shared__ __align__(128) unsigned char smem[];
   if (block_size != 16) return;
   const int len = seqused_k[blockIdx.z];
   const long long qs = cu[blockIdx.z];
-#define KOPT_UA_CASE(D, DP, WM, BN)                                                                        \
-  case D:                                                                                                  \
-    attn_tile<D, DP, WM, BN, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table, out, len, qs,       \
-                                                     num_query_heads, num_kv_heads, max_blocks, smem);     \
+#define KOPT_UA_CASE(D, DP, WM, BN)                                                              \
+  case D:                                                                                        \
+    attn_tile<D, DP, WM, BN, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table, out, len, \
+                                                     qs, num_query_heads, num_kv_heads,          \
+                                                     max_blocks, smem);                          \
     break;
   switch (head_size) {
     KOPT_UA_CASE(64, 64, 2, 64)
@@ -666,14 +706,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
     KOPT_UA_CASE(80, 80, 2, 64)
     case 128:
       if (UA_WGMMA)
-        attn_wgmma_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads, num_kv_heads,
-                        max_blocks, smem);
+        attn_wgmma_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                        num_kv_heads, max_blocks, smem);
       else
-        attn_tile<128, 128, 2, UA_BN128, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table, out, len, qs,
-                                                                 num_query_heads, num_kv_heads, max_blocks, smem);
+        attn_tile<128, 128, 2, UA_BN128, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table,
+                                                                 out, len, qs, num_query_heads,
+                                                                 num_kv_heads, max_blocks, smem);
       break;
-    KOPT_UA_CASE(192, 192, 1, 32)
-    KOPT_UA_CASE(256, 256, 1, 32)
+      KOPT_UA_CASE(192, 192, 1, 32)
+      KOPT_UA_CASE(256, 256, 1, 32)
     default:
       break;
   }
@@ -687,13 +728,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
 // (heads, ceil(seq_len / 128)); head_dim 64, 72, 80, 128.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
     attention_forward_fa2(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                          const __nv_bfloat16* __restrict__ v, __nv_bfloat16* __restrict__ out, int seq_len,
-                          int num_heads, int head_dim) {
+                          const __nv_bfloat16* __restrict__ v, __nv_bfloat16* __restrict__ out,
+                          int seq_len, int num_heads, int head_dim) {
   extern __shared__ __align__(128) unsigned char smem[];
-#define KOPT_AF_CASE(D, DP, BN)                                                                            \
-  case D:                                                                                                  \
-    attn_tile<D, DP, 2, BN, false, false, false>(q, k, v, nullptr, out, seq_len, 0, num_heads, num_heads, 0, \
-                                                 smem);                                                    \
+#define KOPT_AF_CASE(D, DP, BN)                                                                \
+  case D:                                                                                      \
+    attn_tile<D, DP, 2, BN, false, false, false>(q, k, v, nullptr, out, seq_len, 0, num_heads, \
+                                                 num_heads, 0, smem);                          \
     break;
   switch (head_dim) {
     KOPT_AF_CASE(64, 64, 64)
