@@ -45,6 +45,9 @@
 //   tensor work (three MMAs per key and dim instead of two).
 // - Output normalised by the row sum, staged through the warp's own Q rows
 //   in shared memory and written as 16-byte stores.
+// Measured on H200: PENDING for this version (P split hi + lo; the wgmma path): not yet
+// run on a GPU. An earlier version with fp16 P failed the tolerance on 24 of 25 workloads
+// at 20.2 % of speed of light weighted (docs/benchmarks.md, 2026-12-02).
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
