@@ -62,6 +62,9 @@
 #define UA_P_SPLIT 1
 #endif
 
+// The PTX primitives. KOPT_EMU (bench/hopper/emu) replaces them with a CPU
+// model of their semantics to run this file's kernels on the host.
+#ifndef KOPT_EMU
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -69,6 +72,22 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
                : "memory");
+}
+__device__ __forceinline__ void sts128(unsigned addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -102,6 +121,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+#endif  // KOPT_EMU
 
 __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
   __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -125,6 +145,7 @@ __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr, unsigned
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
          ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
+#ifndef KOPT_EMU
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -197,6 +218,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (
         "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
+#endif  // KOPT_EMU
 
 // The prefix sums of seqused_k: cu[i] = sum_{k < i} seqused_k[k], cu[n] = total.
 // One block of 1024 threads: each thread sums a contiguous run, then a
@@ -255,10 +277,7 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   if (CHP > CH) {  // zero the pad columns (d 72 -> 80) once: cp.async never writes them
     for (int row = tid; row < BM + 4 * BN; row += THREADS)
 #pragma unroll
-      for (int c = CH; c < CHP; ++c)
-        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sQ + row * RS + c * 16),
-                     "r"(0)
-                     : "memory");
+      for (int c = CH; c < CHP; ++c) sts128(sQ + row * RS + c * 16, make_uint4(0u, 0u, 0u, 0u));
   }
   // Q tile
   for (int c = tid; c < BM * CH; c += THREADS) {
@@ -438,20 +457,14 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
       for (int d = 0; d < DT; ++d) {
         __nv_bfloat162 v =
             __floats2bfloat162_rn(o[mi][d][2 * hf] * inv, o[mi][d][2 * hf + 1] * inv);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16),
-                     "r"(*reinterpret_cast<unsigned*>(&v))
-                     : "memory");
+        sts32(rowa + d * 16, *reinterpret_cast<unsigned*>(&v));
       }
     }
   __syncwarp();
   for (int c = lane; c < 16 * WM * CH; c += 32) {
     const int row = c / CH, ch = c % CH, r = wrow_lo + row;
     if (r >= len) continue;
-    uint4 v;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(sQ + (wr0 + row) * RS + ch * 16)
-                 : "memory");
+    const uint4 v = lds128(sQ + (wr0 + row) * RS + ch * 16);
     *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
   }
 }
@@ -667,20 +680,14 @@ __device__ __forceinline__ void attn_wgmma_d128(
     for (int d = 0; d < D / 8; ++d) {
       __nv_bfloat162 v =
           __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(rowa + d * 16),
-                   "r"(*reinterpret_cast<unsigned*>(&v))
-                   : "memory");
+      sts32(rowa + d * 16, *reinterpret_cast<unsigned*>(&v));
     }
   }
   __syncwarp();
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = c / CH, ch = c % CH, r = wrow_lo + row;
     if (r >= len) continue;
-    uint4 v;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(sQ + (16 * warp + row) * RS + ch * 16)
-                 : "memory");
+    const uint4 v = lds128(sQ + (16 * warp + row) * RS + ch * 16);
     *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
   }
 }

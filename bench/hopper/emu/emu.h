@@ -1,0 +1,328 @@
+// A CPU model of the CUDA and PTX primitives that
+// configs/bench/unified_attention_baseline.cu uses, so that its kernels run on
+// the host (ua_emu.cpp). One block at a time, one std::thread per CUDA
+// thread; warp- and warpgroup-collective operations (ldmatrix, mma,
+// shuffles, wgmma) meet at a barrier where every lane deposits its operands
+// and then reads what it needs. cp.async copies land only at the
+// cp.async.wait_group that covers their group, so a read before the wait sees
+// stale bytes, as on the GPU. wgmma runs at issue (its asynchrony is not
+// modelled). The operand layouts are the ones the kernel assumes (PTX ISA:
+// mma.m16n8k16 fragments, ldmatrix, wgmma register-A fragments and the
+// 128-byte-swizzled K-major / MN-major shared-memory layouts): this checks
+// the kernel's indexing and control flow against that model, not the model
+// against the hardware.
+#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __shared__
+#define __align__(n)  // the definition of smem below carries the alignment
+
+struct dim3e {
+  unsigned x = 1, y = 1, z = 1;
+};
+inline thread_local dim3e threadIdx, blockIdx;
+inline dim3e gridDim, blockDim;
+
+struct uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
+
+struct __nv_bfloat16 {
+  uint16_t v;
+};
+struct __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
+inline uint16_t f2bf(float f) {  // round to nearest even (finite values)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>(u >> 16);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf2f(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) {
+  return {{f2bf(lo)}, {f2bf(hi)}};
+}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline float rsqrtf(float x) {
+  return 1.0f / std::sqrt(x);
+}
+using std::max;
+using std::min;
+
+// ---------------------------------------------------------------- the block
+constexpr int kMaxThreads = 1024;
+alignas(128) inline unsigned char smem[256 * 1024];  // the block's shared memory
+inline std::barrier<>* g_block_bar = nullptr;
+inline std::barrier<>* g_warp_bar[32] = {};
+inline thread_local std::vector<std::vector<std::function<void()>>>* t_groups = nullptr;
+inline thread_local std::vector<std::function<void()>> t_open;  // copies not yet committed
+
+// Operand exchange for collectives: every thread writes its slot, then reads.
+struct slot {
+  unsigned u[8];
+  unsigned long long addr;
+  float f[8];
+  const float* fp;
+};
+inline slot g_slot[kMaxThreads];
+
+inline int tid_() {
+  return threadIdx.x;
+}
+inline void warp_sync() {
+  g_warp_bar[tid_() / 32]->arrive_and_wait();
+}
+inline void block_sync() {
+  g_block_bar->arrive_and_wait();
+}
+inline void __syncthreads() {
+  block_sync();
+}
+inline void __syncwarp() {
+  warp_sync();
+}
+
+inline float __shfl_xor_sync(unsigned, float v, int m) {
+  const int t = tid_();
+  g_slot[t].f[0] = v;
+  warp_sync();
+  const float r = g_slot[(t & ~31) | ((t & 31) ^ m)].f[0];
+  warp_sync();
+  return r;
+}
+
+inline unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(static_cast<const unsigned char*>(p) - smem);
+}
+inline void sts128(unsigned a, uint4 v) {
+  std::memcpy(smem + a, &v, 16);
+}
+inline void sts32(unsigned a, unsigned v) {
+  std::memcpy(smem + a, &v, 4);
+}
+inline uint4 lds128(unsigned a) {
+  uint4 v;
+  std::memcpy(&v, smem + a, 16);
+  return v;
+}
+inline float fast_exp2(float x) {
+  return std::exp2(x);
+}
+
+// cp.async: copies queue per thread; commit closes a group; wait_group N lands
+// every group but the newest N.
+inline void cp_async16(unsigned dst, const void* src, int bytes) {
+  unsigned char buf[16] = {};
+  if (bytes > 0) std::memcpy(buf, src, bytes);  // the source is read at issue (it does not change)
+  std::vector<unsigned char> data(buf, buf + 16);
+  t_open.push_back([dst, data] { std::memcpy(smem + dst, data.data(), 16); });
+}
+inline void cp_async_commit() {
+  t_groups->push_back(std::move(t_open));
+  t_open.clear();
+}
+inline void cp_async_land(int keep) {
+  auto& gs = *t_groups;
+  while (static_cast<int>(gs.size()) > keep) {
+    for (auto& c : gs.front()) c();
+    gs.erase(gs.begin());
+  }
+}
+inline void cp_async_wait_all() {
+  cp_async_land(0);
+}
+template <int N>
+inline void cp_async_wait() {
+  cp_async_land(N);
+}
+inline void fence_proxy_async() {}
+
+// ldmatrix x4: lane l gives the address of row l % 8 of matrix l / 8; lane t
+// gets, of matrix i, row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1
+// (transposed: rows 2 (t % 4), 2 (t % 4) + 1 of column t / 4), low half first.
+inline void ldsm_generic(unsigned addr, unsigned (&r)[4], bool trans) {
+  const int t = tid_(), w0 = t & ~31, l = t & 31;
+  g_slot[t].u[0] = addr;
+  warp_sync();
+  for (int i = 0; i < 4; ++i) {
+    uint16_t e[2];
+    for (int h = 0; h < 2; ++h) {
+      const int row = trans ? 2 * (l % 4) + h : l / 4;
+      const int col = trans ? l / 4 : 2 * (l % 4) + h;
+      const unsigned a = g_slot[w0 + 8 * i + row].u[0] + 2 * col;
+      std::memcpy(&e[h], smem + a, 2);
+    }
+    r[i] = static_cast<unsigned>(e[0]) | (static_cast<unsigned>(e[1]) << 16);
+  }
+  warp_sync();
+}
+inline void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+  ldsm_generic(addr, r, false);
+}
+inline void ldsm_x4_t(unsigned addr, unsigned (&r)[4]) {
+  ldsm_generic(addr, r, true);
+}
+
+inline float lo_bf(unsigned u) {
+  return bf2f(static_cast<uint16_t>(u & 0xffff));
+}
+inline float hi_bf(unsigned u) {
+  return bf2f(static_cast<uint16_t>(u >> 16));
+}
+
+// mma.m16n8k16 (bf16, fp32 accumulate). A: a0 (g, 2t..), a1 (g + 8, 2t..),
+// a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..); B: b0 (k 2t.., n g), b1 (k 2t + 8.., n g);
+// C: c0, c1 (g, 2t..), c2, c3 (g + 8, 2t..).
+inline void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  const int t = tid_(), w0 = t & ~31, l = t & 31;
+  for (int i = 0; i < 4; ++i) g_slot[t].u[i] = a[i];
+  g_slot[t].u[4] = b0;
+  g_slot[t].u[5] = b1;
+  warp_sync();
+  auto A = [&](int r, int k) {
+    const int g = r % 8, tt = (k % 8) / 2, reg = (r / 8) + 2 * (k / 8);
+    const unsigned u = g_slot[w0 + 4 * g + tt].u[reg];
+    return (k % 2) ? hi_bf(u) : lo_bf(u);
+  };
+  auto B = [&](int k, int n) {
+    const int tt = (k % 8) / 2, reg = 4 + k / 8;
+    const unsigned u = g_slot[w0 + 4 * n + tt].u[reg];
+    return (k % 2) ? hi_bf(u) : lo_bf(u);
+  };
+  float d[4];
+  for (int e = 0; e < 4; ++e) {
+    const int r = l / 4 + 8 * (e / 2), n = 2 * (l % 4) + (e % 2);
+    float s = c[e];
+    for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
+    d[e] = s;
+  }
+  warp_sync();
+  for (int e = 0; e < 4; ++e) c[e] = d[e];
+}
+
+// ------------------------------------------------------------------ wgmma
+inline void wgmma_fence() {}
+inline void wgmma_commit() {}
+template <int N>
+inline void wgmma_wait() {}
+template <int R>
+inline void fence_regs(float*) {}
+template <int R>
+inline void fence_uregs(unsigned*) {}
+
+// Shared-memory address of element (row, col) of a wgmma B operand, from its
+// descriptor. K-major (trans 0, B stored [N][K]): ((8, m), (8, 2)) : ((128 B,
+// SBO), (2 B, 16 B)); MN-major (trans 1, B stored [K][N]): N in 64-element
+// atoms LBO apart, K rows 128 B apart in groups of 8, groups SBO apart. Then
+// the 128-byte swizzle: address bits [4, 7) ^= bits [7, 10).
+inline unsigned desc_addr(unsigned long long desc, int k, int n, bool trans) {
+  const unsigned start = static_cast<unsigned>(desc & 0x3FFF) << 4;
+  const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFF) << 4;
+  const unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3FFF) << 4;
+  unsigned a;
+  if (!trans)
+    a = start + (n % 8) * 128 + (n / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
+  else
+    a = start + (n % 64) * 2 + (n / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
+  return a ^ (((a >> 7) & 7) << 4);
+}
+
+// wgmma m64nNk16 with A from registers (warp w: rows 16w.., the mma A layout)
+// and D in the mma C layout per n8 tile (d[4j + e]).
+template <int N>
+inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d,
+                     bool trans) {
+  const int t = tid_();
+  for (int i = 0; i < 4; ++i) g_slot[t].u[i] = a[i];
+  g_slot[t].addr = db;
+  block_sync();
+  const unsigned long long desc = g_slot[0].addr;
+  auto A = [&](int r, int k) {
+    const int w = r / 16, rr = r % 16, g = rr % 8, tt = (k % 8) / 2, reg = (rr / 8) + 2 * (k / 8);
+    const unsigned u = g_slot[32 * w + 4 * g + tt].u[reg];
+    return (k % 2) ? hi_bf(u) : lo_bf(u);
+  };
+  const int w = t / 32, l = t % 32;
+  std::vector<float> out(N / 2);
+  for (int j = 0; j < N / 8; ++j)
+    for (int e = 0; e < 4; ++e) {
+      const int r = 16 * w + l / 4 + 8 * (e / 2), n = 8 * j + 2 * (l % 4) + (e % 2);
+      float s = scale_d ? d[4 * j + e] : 0.f;
+      for (int k = 0; k < 16; ++k) {
+        uint16_t b;
+        std::memcpy(&b, smem + desc_addr(desc, k, n, trans), 2);
+        s += A(r, k) * bf2f(b);
+      }
+      out[4 * j + e] = s;
+    }
+  block_sync();
+  for (int i = 0; i < N / 2; ++i) d[i] = out[i];
+}
+inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
+                               int scale_d) {
+  wgmma_rs<64>(d, a, db, scale_d, false);
+}
+inline void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db,
+                                  int scale_d) {
+  wgmma_rs<128>(d, a, db, scale_d, true);
+}
+
+// Runs kernel(args...) over the grid, one block at a time.
+template <class F>
+void launch(dim3e grid, int threads, F&& body) {
+  gridDim = grid;
+  blockDim = {static_cast<unsigned>(threads), 1, 1};
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        std::memset(smem, 0xA5, sizeof smem);  // stale bytes, not zeros
+        std::barrier<> bb(threads);
+        std::vector<std::unique_ptr<std::barrier<>>> wb;
+        for (int w = 0; w < threads / 32; ++w) {
+          wb.push_back(std::make_unique<std::barrier<>>(32));
+          g_warp_bar[w] = wb.back().get();
+        }
+        g_block_bar = &bb;
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+          ts.emplace_back([&, t] {
+            threadIdx = {static_cast<unsigned>(t), 0, 0};
+            blockIdx = {x, y, z};
+            std::vector<std::vector<std::function<void()>>> groups;
+            t_groups = &groups;
+            t_open.clear();
+            body();
+          });
+        for (auto& th : ts) th.join();
+      }
+}

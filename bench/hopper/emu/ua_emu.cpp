@@ -1,0 +1,183 @@
+// Runs the kernels of configs/bench/unified_attention_baseline.cu on the CPU
+// through emu.h's model of the PTX primitives, on small shapes that exercise
+// every path (paged + causal with varlen sequences and GQA, d 64 / 72 / 128 /
+// 256, partial tiles; the dense bidirectional attention_forward entry), and
+// compares each output element with a float64 reference under the configs'
+// tolerances. A check of the kernels' indexing and control flow, not of the
+// GPU (see emu.h).
+//
+//   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
+//   [-DUA_WGMMA=1] \
+//       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
+//
+// Exit status 0 when every case passes.
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "../../../configs/bench/unified_attention_baseline.cu"
+#include "emu.h"
+
+namespace {
+
+std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<__nv_bfloat16> v(n);
+  for (auto& x : v) x.v = f2bf(d(g));
+  return v;
+}
+
+struct verdict {
+  double worst = 0;  // max |diff| / (atol + rtol |ref|)
+  long fails = 0, unwritten = 0, total = 0;
+};
+
+void judge(verdict& v, float got, double ref, double atol, double rtol) {
+  ++v.total;
+  if (std::isnan(got)) {
+    ++v.unwritten;
+    ++v.fails;
+    v.worst = 1e30;
+    return;
+  }
+  const double refb = bf2f(f2bf(static_cast<float>(ref)));
+  const double r = std::fabs(got - refb) / (atol + rtol * std::fabs(refb));
+  v.worst = std::max(v.worst, r);
+  if (r > 1) ++v.fails;
+}
+
+bool report(const std::string& name, const verdict& v) {
+  const bool ok = v.fails == 0 && v.total > 0;
+  std::printf("%-44s %s  worst %.3f of the tolerance, %ld / %ld failing, %ld unwritten\n",
+              name.c_str(), ok ? "ok  " : "FAIL", v.worst, v.fails, v.total, v.unwritten);
+  return ok;
+}
+
+// unified_attention: paged, causal, GQA, sequences of the given lengths.
+bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
+  std::mt19937 g(seed);
+  const int n = static_cast<int>(lens.size());
+  int maxlen = 0, tokens = 0;
+  for (int l : lens) maxlen = std::max(maxlen, l), tokens += l;
+  const int mb = (maxlen + 15) / 16 + 2, nb = mb * n + 64;
+  auto q = randn(static_cast<size_t>(tokens) * hq * d, g);
+  auto kc = randn(static_cast<size_t>(nb) * 16 * hkv * d, g);
+  auto vc = randn(static_cast<size_t>(nb) * 16 * hkv * d, g);
+  std::vector<int> perm(nb);
+  for (int i = 0; i < nb; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), g);
+  std::vector<int> bt(perm.begin(), perm.begin() + n * mb);
+  std::vector<int> cu(n + 1, 0);
+  for (int i = 0; i < n; ++i) cu[i + 1] = cu[i] + lens[i];
+  std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
+  const bool wg = UA_WGMMA && d == 128;
+  const int bm = (wg || d >= 192) ? 64 : 128;
+  launch({static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
+          static_cast<unsigned>(n)},
+         128, [&] {
+           unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                                 cu.data(), hq, hkv, d, 16, mb);
+         });
+  verdict v;
+  for (int s = 0; s < n; ++s)
+    for (int h = 0; h < hq; ++h) {
+      const int hk = h / (hq / hkv);
+      for (int r = 0; r < lens[s]; ++r) {
+        std::vector<double> sc(r + 1), acc(d, 0.0);
+        double mx = -1e300, l = 0;
+        for (int j = 0; j <= r; ++j) {
+          const long long row =
+              (static_cast<long long>(bt[s * mb + j / 16]) * 16 + j % 16) * hkv + hk;
+          double dot = 0;
+          for (int e = 0; e < d; ++e)
+            dot += static_cast<double>(
+                       bf2f(q[((cu[s] + r) * static_cast<long long>(hq) + h) * d + e].v)) *
+                   bf2f(kc[row * d + e].v);
+          sc[j] = dot / std::sqrt(static_cast<double>(d));
+          mx = std::max(mx, sc[j]);
+        }
+        for (int j = 0; j <= r; ++j) {
+          const long long row =
+              (static_cast<long long>(bt[s * mb + j / 16]) * 16 + j % 16) * hkv + hk;
+          const double p = std::exp(sc[j] - mx);
+          l += p;
+          for (int e = 0; e < d; ++e) acc[e] += p * bf2f(vc[row * d + e].v);
+        }
+        for (int e = 0; e < d; ++e)
+          judge(v, bf2f(out[((cu[s] + r) * static_cast<long long>(hq) + h) * d + e].v), acc[e] / l,
+                1e-4, 0.02);
+      }
+    }
+  std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
+                     std::to_string(hkv) + (wg ? " wgmma" : " mma.sync") + " lens";
+  for (int l : lens) name += " " + std::to_string(l);
+  return report(name, v);
+}
+
+// attention_forward: one dense sequence, no mask, heads = KV heads.
+bool run_forward(int len, int heads, int d, unsigned seed) {
+  std::mt19937 g(seed);
+  auto q = randn(static_cast<size_t>(len) * heads * d, g);
+  auto k = randn(q.size(), g);
+  auto vv = randn(q.size(), g);
+  std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});
+  launch({static_cast<unsigned>(heads), static_cast<unsigned>((len + 127) / 128), 1}, 128,
+         [&] { attention_forward_fa2(q.data(), k.data(), vv.data(), out.data(), len, heads, d); });
+  verdict v;
+  for (int h = 0; h < heads; ++h)
+    for (int r = 0; r < len; ++r) {
+      std::vector<double> sc(len), acc(d, 0.0);
+      double mx = -1e300, l = 0;
+      for (int j = 0; j < len; ++j) {
+        double dot = 0;
+        for (int e = 0; e < d; ++e)
+          dot += static_cast<double>(bf2f(q[(static_cast<long long>(r) * heads + h) * d + e].v)) *
+                 bf2f(k[(static_cast<long long>(j) * heads + h) * d + e].v);
+        sc[j] = dot / std::sqrt(static_cast<double>(d));
+        mx = std::max(mx, sc[j]);
+      }
+      for (int j = 0; j < len; ++j) {
+        const double p = std::exp(sc[j] - mx);
+        l += p;
+        for (int e = 0; e < d; ++e)
+          acc[e] += p * bf2f(vv[(static_cast<long long>(j) * heads + h) * d + e].v);
+      }
+      for (int e = 0; e < d; ++e)
+        judge(v, bf2f(out[(static_cast<long long>(r) * heads + h) * d + e].v), acc[e] / l, 1e-2,
+              0.02);
+    }
+  return report("attention_forward d" + std::to_string(d) + " heads " + std::to_string(heads) +
+                    " len " + std::to_string(len),
+                v);
+}
+
+}  // namespace
+
+// level 0: small cases (the CTest, tests/cli/bench_baseline_emu_test.cpp), 1: the d 128 case
+// of level 2 only (--quick), 2: every case.
+bool run_cases(int level) {
+  bool ok = true;
+  if (level == 0) {
+    ok &= run_unified({150, 40}, 2, 1, 128, 11);
+    ok &= run_unified({70}, 2, 2, 72, 12);
+    ok &= run_unified({40, 9}, 1, 1, 256, 13);
+    ok &= run_forward(90, 1, 72, 14);
+    return ok;
+  }
+  ok &= run_unified({200, 77}, 4, 2, 128, 1);
+  if (level == 1) return ok;
+  ok &= run_unified({150}, 2, 1, 72, 2);
+  ok &= run_unified({100, 33}, 2, 2, 256, 3);
+  ok &= run_unified({7}, 2, 2, 64, 4);
+  ok &= run_unified({1, 16}, 2, 1, 80, 5);
+  ok &= run_forward(150, 2, 72, 6);
+  ok &= run_forward(70, 1, 128, 7);
+  return ok;
+}
+
+#ifndef UA_EMU_NO_MAIN
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  return run_cases(quick ? 1 : 2) ? 0 : 1;
+}
+#endif
