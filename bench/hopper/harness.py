@@ -185,8 +185,8 @@ def ablations(reps):
 
 
 def gemm_tma(shapes, reps):
-    """The unmeasured TMA candidate (bench/hopper/gemm_tma): device-built tensor maps, then the GEMM."""
-    path = "bench/hopper/gemm_tma/gemm_bf16_tma.cu"
+    """The TMA GEMM (knowledge_base/references/gemm-bf16-tma-ws): device-built tensor maps, then the GEMM."""
+    path = "knowledge_base/references/gemm-bf16-tma-ws/gemm-bf16-tma-ws.cu"
     bn, st = 256, 4
     smem = st * (128 + bn) * 64 * 2 + 2048
     mk = load(path, "gemm_tma_make_maps", {"BN": bn, "STAGES": st})
