@@ -112,9 +112,10 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int c
 // by the whole warp with tensormap.cp_fenceproxy. PTX's tensormap encodings:
 // elemtype 0 = u8, 1 = u16; swizzle 0 = none, 3 = 128 B (TMA copies bytes,
 // so u16 serves f16); rank is written as rank - 1.
-#define MAP_FIELD32(field, idx_imm, val)                                                   \
-  asm volatile("tensormap.replace.tile." field ".shared::cta.b1024.b32 [%0], " idx_imm "%1;" \
-               ::"r"(sm), "r"(val)                                                        \
+#define MAP_FIELD32(field, idx_imm, val)                                               \
+  asm volatile("tensormap.replace.tile." field ".shared::cta.b1024.b32 [%0], " idx_imm \
+               "%1;" ::"r"(sm),                                                        \
+               "r"(val)                                                                \
                : "memory")
 __device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
                                               int box_rows, int elem_bytes, int elemtype,
@@ -133,9 +134,11 @@ __device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, in
   MAP_FIELD32("element_stride", "0, ", 1);
   MAP_FIELD32("element_stride", "1, ", 1);
   if (elemtype == 0)
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm) : "memory");
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+                 : "memory");
   else
-    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 1;" ::"r"(sm) : "memory");
+    asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 1;" ::"r"(sm)
+                 : "memory");
   asm volatile("tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
                : "memory");
   if (swizzle == 3)
@@ -166,8 +169,8 @@ __device__ __forceinline__ void cvt_e4m3x4(unsigned x, unsigned& lo, unsigned& h
 extern "C" __global__ void __launch_bounds__(256)
     bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
               const __nv_fp8_e4m3* __restrict__ B, float* __restrict__ out,
-              unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N,
-              int K, int ctas) {
+              unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N, int K,
+              int ctas) {
   const plan_t p = make_plan(M, N, K, ctas);
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
@@ -185,11 +188,13 @@ extern "C" __global__ void __launch_bounds__(256)
     __syncwarp();
     asm volatile(
         "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps), "r"(sm)
+        " [%0], [%1], 128;" ::"l"(maps),
+        "r"(sm)
         : "memory");
     asm volatile(
         "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps + 128), "r"(sm + 128)
+        " [%0], [%1], 128;" ::"l"(maps + 128),
+        "r"(sm + 128)
         : "memory");
   }
   const long long chunks = (long long)p.rows_s * (K / 64);
@@ -394,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       const float* sb_c0 = b_scales + (long long)min(2 * ts, nb - 1) * G;
       const float* sb_c1 = b_scales + (long long)min(2 * ts + 1, nb - 1) * G;
       const float* sb_t = b_scales + (long long)tr * G;  // swapped: R tile = one 128-block
-      float sig[4];  // not swapped: sigma of (row i/2, column block i%2) for the current group
+      float sig[4];      // not swapped: sigma of (row i/2, column block i%2) for the current group
       float sigt = 0.f;  // swapped: b_scales of the tile, current group
       if (!p.swap) {
         sig[0] = sa_r0[g0] * sb_c0[g0];

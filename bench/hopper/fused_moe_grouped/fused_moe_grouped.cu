@@ -137,8 +137,9 @@ __device__ __forceinline__ void tile_mma(float (*acc)[4][4], __nv_bfloat16 (*sa)
                     &sa[s][wm * 64 + i * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
-        ldmatrix_x4(bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1],
-                    &sb[s][wn * 32 + j * 16 + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);
+        ldmatrix_x4(
+            bfr[2 * j][0], bfr[2 * j][1], bfr[2 * j + 1][0], bfr[2 * j + 1][1],
+            &sb[s][wn * 32 + j * 16 + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -154,8 +155,8 @@ extern "C" __global__ void __launch_bounds__(256)
               const int* __restrict__ route, __nv_bfloat16* __restrict__ act,
               float* __restrict__ out, int tokens, int hidden, int inter, int top_k, int experts) {
   __shared__ __align__(16) unsigned char smem[2 * 2 * BM * LDS * 2];  // A and B stages, 40 KB
-  auto sa = reinterpret_cast<__nv_bfloat16 (*)[BM][LDS]>(smem);
-  auto sb = reinterpret_cast<__nv_bfloat16 (*)[BN][LDS]>(smem + 2 * BM * LDS * 2);
+  auto sa = reinterpret_cast<__nv_bfloat16(*)[BM][LDS]>(smem);
+  auto sb = reinterpret_cast<__nv_bfloat16(*)[BN][LDS]>(smem + 2 * BM * LDS * 2);
   {  // zero out (gemm2 adds into it), spread over every gemm1 block
     const long long total4 = (long long)tokens * hidden / 4;
     const long long nb = (long long)gridDim.x * gridDim.y,
@@ -174,7 +175,8 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int r = (threadIdx.x + i * 256) >> 2;  // tile row this thread copies
-    const int slot = sorted[p0 + min(r, rows - 1)];  // rows past the expert: a valid row, masked later
+    const int slot =
+        sorted[p0 + min(r, rows - 1)];  // rows past the expert: a valid row, masked later
     tp.a[i] = x + (long long)(slot / top_k) * hidden;
     const long long wrow = r < 64 ? (long long)i0 + r : (long long)inter + i0 + (r - 64);
     tp.b[i] = w1 + ((long long)e * 2 * inter + wrow) * hidden;
@@ -192,7 +194,8 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) xch[(pair * 64 + (i * 16 + j * 4 + q)) * 32 + lane] = acc[i][j][q];
+        for (int q = 0; q < 4; ++q)
+          xch[(pair * 64 + (i * 16 + j * 4 + q)) * 32 + lane] = acc[i][j][q];
   }
   __syncthreads();
   if (wn < 2) {
@@ -225,8 +228,8 @@ extern "C" __global__ void __launch_bounds__(256)
               const int* __restrict__ route, const float* __restrict__ topk_weights,
               float* __restrict__ out, int tokens, int hidden, int inter, int top_k, int experts) {
   __shared__ __align__(16) unsigned char smem[2 * 2 * BM * LDS * 2];  // A and B stages, 40 KB
-  auto sa = reinterpret_cast<__nv_bfloat16 (*)[BM][LDS]>(smem);
-  auto sb = reinterpret_cast<__nv_bfloat16 (*)[BN][LDS]>(smem + 2 * BM * LDS * 2);
+  auto sa = reinterpret_cast<__nv_bfloat16(*)[BM][LDS]>(smem);
+  auto sb = reinterpret_cast<__nv_bfloat16(*)[BN][LDS]>(smem + 2 * BM * LDS * 2);
   const int slots = tokens * top_k, tb = tile_bound(slots, experts);
   const int tile = blockIdx.x;
   if (tile >= route[0]) return;
