@@ -97,7 +97,7 @@ def acc_layout():
     return rows, cols
 
 
-def emulate(A, sa, B, sb, ctas=132):
+def emulate(A, sa, B, sb, ctas=132, epi_v4=False):
     M, K = A.shape
     N = B.shape[0]
     p = make_plan(M, N, K, ctas)
@@ -159,12 +159,35 @@ def emulate(A, sa, B, sb, ctas=132):
                     out[r_glob[ok], s_glob[ok]] = d[ok]
                 else:
                     np.add.at(out, (r_glob[ok], s_glob[ok]), d[ok])
-            else:
+            elif not epi_v4:
                 ok = s_glob < M
                 if p["splits"] == 1:
                     out[s_glob[ok], r_glob[ok]] = d[ok]
                 else:
                     np.add.at(out, (s_glob[ok], r_glob[ok]), d[ok])
+            else:  # EPI_V4: per warp, 4 column groups through a [4][8][16] buffer
+                for w in range(4):
+                    r0w = tr * BM + 64 * c + 16 * w
+                    for j0 in range(0, 32, 4):
+                        buf = np.full(512, np.nan)
+                        for lane in range(32):
+                            tid = 32 * w + lane
+                            g, t = lane >> 2, lane & 3
+                            for jj in range(4):
+                                j = j0 + jj
+                                buf[(jj * 8 + 2 * t) * 16 + g] = d[tid, 4 * j]
+                                buf[(jj * 8 + 2 * t + 1) * 16 + g] = d[tid, 4 * j + 1]
+                                buf[(jj * 8 + 2 * t) * 16 + g + 8] = d[tid, 4 * j + 2]
+                                buf[(jj * 8 + 2 * t + 1) * 16 + g + 8] = d[tid, 4 * j + 3]
+                        for lane in range(32):
+                            s_ = ts * BN + 8 * (j0 + (lane >> 3)) + (lane & 7)
+                            if s_ < M:
+                                vals = buf[lane * 16:lane * 16 + 16]
+                                assert np.isfinite(vals).all()
+                                if p["splits"] == 1:
+                                    out[s_, r0w:r0w + 16] = vals
+                                else:
+                                    out[s_, r0w:r0w + 16] += vals
     return out, p
 
 
@@ -187,12 +210,13 @@ def main():
         B = np.round(rng.normal(0, 4, (N, K)))
         sa = rng.uniform(0.5, 1.5, (M, K // 128))
         sb = rng.uniform(0.5, 1.5, (N // 128, K // 128))
-        out, p = emulate(A, sa, B, sb, ctas)
         ref = reference(A, sa, B, sb)
-        err = np.nanmax(np.abs(out - ref)) if np.isfinite(out).all() else float("nan")
-        print(f"m={M} n={N} k={K} ctas={ctas} swap={p['swap']} tiles={p['tiles']} splits={p['splits']} "
-              f"max|diff|={err:.3g} (|ref| max {np.abs(ref).max():.3g})")
-        assert np.isfinite(out).all() and err < 1e-9 * np.abs(ref).max()
+        for epi_v4 in (False, True):
+            out, p = emulate(A, sa, B, sb, ctas, epi_v4)
+            err = np.nanmax(np.abs(out - ref)) if np.isfinite(out).all() else float("nan")
+            print(f"m={M} n={N} k={K} ctas={ctas} EPI_V4={int(epi_v4)} swap={p['swap']} tiles={p['tiles']} "
+                  f"splits={p['splits']} max|diff|={err:.3g} (|ref| max {np.abs(ref).max():.3g})")
+            assert np.isfinite(out).all() and err < 1e-9 * np.abs(ref).max()
     print("emulation matches the reference")
 
 

@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--stages", type=int, default=5)
     ap.add_argument("--group-m", type=int, default=8)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--epi-v4", type=int, default=0, help="the EPI_V4 parameter (vector epilogue, swapped orientation)")
     ap.add_argument("--src", default=SRC)
     ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the config's 24, or 3 with --quick)")
     ap.add_argument("--fp8-accuracy", action="store_true",
@@ -78,10 +79,10 @@ def main():
     print("torch", torch.__version__, torch.cuda.get_device_name(), flush=True)
     if args.fp8_accuracy:
         return fp8_accuracy([(4096, 4096, 4096), (8192, 2048, 2048)])
-    defs = {"STAGES": args.stages, "GROUP_M": args.group_m}
+    defs = {"STAGES": args.stages, "GROUP_M": args.group_m, "EPI_V4": args.epi_v4}
     prep = load(args.src, "bsmm_prep", defs)
     gemm = load(args.src, "bsmm_f16_tma", defs)
-    smem = args.stages * 40960 + 2048
+    smem = args.stages * 40960 + 2048 + 16384 * args.epi_v4
     gemm.max_dynamic_shared_size_bytes = smem
     ctas = 132
     shapes = [(349, 2048, 2048), (4533, 2048, 2048), (237, 4096, 4096)] if args.quick else FP8_CONFIG_SHAPES

@@ -48,6 +48,12 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+// EPI_V4 = 1 (UNMEASURED): the swapped orientation's epilogue transposes through
+// 16 KB of shared memory and writes / adds float4s instead of scalar stores and
+// atomics (the launch plan adds 16384 * EPI_V4 bytes of shared memory).
+#ifndef EPI_V4
+#define EPI_V4 0
+#endif
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
@@ -331,6 +337,11 @@ __device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned
   for (int kk = 0; kk < 4; ++kk) wgmma_rs_m64n256k16(d, f + 4 * kk, db + 2 * kk);  // +32 B along k
   wgmma_commit();
 }
+__device__ __forceinline__ void red_add4(float* p, float4 v) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
+               : "memory");
+}
 __device__ __forceinline__ void red_add2(float* p, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
@@ -342,6 +353,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
   const unsigned bars = base + STAGES * STAGE_BYTES;  // full[STAGES], then empty[STAGES]
+#if EPI_V4
+  // 8 consumer warps x 2 KB, after the barriers.
+  float* epi =
+      reinterpret_cast<float*>(smem_raw + (base - (unsigned)__cvta_generic_to_shared(smem_raw)) +
+                               STAGES * STAGE_BYTES + 1024);
+#endif
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const plan_t p = make_plan(M, N, K, ctas);
   const int units = p.tiles * p.splits;
@@ -509,6 +526,39 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           }
         }
       } else {
+#if EPI_V4
+        // out[s, r] = D[r, s]: each warp's 16 R rows are 16 consecutive floats of an
+        // output row. Transpose 4 column groups at a time through this warp's 2 KB of
+        // shared memory, then each lane adds one output row's 16 values as 4 float4s.
+        float* buf = epi + (4 * c + w) * 512;  // [jj 4][s 8][r 16]
+        const long long r0w = (long long)tr * BM + 64 * c + 16 * w;
+        for (int j0 = 0; j0 < 32; j0 += 4) {
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = j0 + jj, col = s0 + 8 * j;
+            const float f0 = col < M ? sigt * a_scales[(long long)col * G + gl] : 0.f;
+            const float f1 = col + 1 < M ? sigt * a_scales[(long long)(col + 1) * G + gl] : 0.f;
+            buf[(jj * 8 + 2 * t) * 16 + gq] = d[4 * j] * f0;
+            buf[(jj * 8 + 2 * t + 1) * 16 + gq] = d[4 * j + 1] * f1;
+            buf[(jj * 8 + 2 * t) * 16 + gq + 8] = d[4 * j + 2] * f0;
+            buf[(jj * 8 + 2 * t + 1) * 16 + gq + 8] = d[4 * j + 3] * f1;
+          }
+          __syncwarp();
+          const int s = ts * BN + 8 * (j0 + (lane >> 3)) + (lane & 7);
+          if (s < M) {
+            const float4* src = reinterpret_cast<const float4*>(buf + lane * 16);
+            float* o = out + (long long)s * N + r0w;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              if (p.splits == 1)
+                *reinterpret_cast<float4*>(o + 4 * q) = src[q];
+              else
+                red_add4(o + 4 * q, src[q]);
+            }
+          }
+          __syncwarp();
+        }
+#else
         // out[s, r] = D[r, s]; r < N always (N % 128 == 0), s < M checked.
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
@@ -534,6 +584,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
           }
         }
+#endif
       }
     }
   }
