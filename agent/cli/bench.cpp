@@ -336,8 +336,11 @@ operator and exits with code 5. Exit code 1 when a config is invalid or a kernel
       spdlog::info("bench: {} ({} workloads)", b.name, wl.size());
       progress.phase(
           fmt::format("[{}/{}] {} ({} workloads)", op_index, paths.size(), b.name, wl.size()));
+      // The stage names how deep an evaluation went (the store allows
+      // screen/full/verify/compare); a bench run is a full evaluation, and
+      // that it came from `kopt bench` is the campaign's provider.
       eval_outcome out = run_evaluation(op, subjects, wl, run, o->no_store ? nullptr : &ctx,
-                                        "bench", std::nullopt, std::nullopt, &progress);
+                                        "full", std::nullopt, std::nullopt, &progress);
       if (!out.gpu) progress.note(fmt::format("compile checks done"));
       if (!out.gpu) {
         gpu = false;

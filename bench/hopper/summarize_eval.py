@@ -18,5 +18,5 @@ for w in r["rows"]:
     cal_s = ""
     if isinstance(cal, dict) and cal.get("fraction") is not None:
         cal_s = f" attainable {cal['fraction']:.3f}"
-    print(f"  {w['workload']:24s} {w['status']:6s} rel {w['max_rel_err']:.2e} median {w['median_ns'] / 1e3:10.1f} us "
+    print(f"  {w['workload']:24s} {w['status']:6s} abs {w.get('max_abs_err', float('nan')):.2e} rel {w['max_rel_err']:.2e} median {w['median_ns'] / 1e3:10.1f} us "
           f"rsd {w['rsd']:.3f} n {w['samples']:3d} SOL {sol if sol is None else round(sol, 4)}{cal_s} {w.get('stop_reason', '')}")

@@ -227,4 +227,39 @@ TEST_F(BenchCli, WithoutAWorkerItCompileChecksAndExits5) {
   EXPECT_GT(j["total"]["weight"].get<double>(), 0.0);
 }
 
+// A stored bench run keeps its evaluations: the baseline's rows reach the
+// store (they once failed the store's stage rule, and the command printed a
+// SQL error instead). The stand-in worker reports every workload correct,
+// so the figures are not measurements; only what is stored is checked.
+TEST_F(BenchCli, StoresTheBaselinesEvaluations) {
+  const fs::path fake = fs::path(KOPT_SOURCE_DIR) / "tests/cli/fake_worker.py";
+  const fs::path real = fs::path(KOPT_BIN).parent_path() / "kopt-worker";
+  if (!fs::exists(real)) GTEST_SKIP() << "kopt-worker is not built: the stand-in worker compiles with it";
+  if (std::system("python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is missing";
+  if (!fs::exists(suite_dir / "silu_and_mul.json")) GTEST_SKIP() << "no configs/bench/silu_and_mul";
+  fs::create_directories(dir_ / "suite");
+  for (const auto& e : fs::directory_iterator(suite_dir))
+    if (e.is_regular_file() && e.path().filename().string().rfind("silu_and_mul", 0) == 0)
+      fs::copy_file(e.path(), dir_ / "suite" / e.path().filename());
+  const std::string db = (dir_ / "k.db").string();
+  ASSERT_EQ(setenv("FAKE_WORKER_DELAY_S", "0", 1), 0);
+  ASSERT_EQ(setenv("FAKE_WORKER_REAL", real.c_str(), 1), 0);
+  auto r = kopt({"--db", db, "bench", "--suite", (dir_ / "suite").string(), "--worker", fake.string(),
+                 "--json"});
+  unsetenv("FAKE_WORKER_DELAY_S");
+  unsetenv("FAKE_WORKER_REAL");
+  // 1: the stand-in's made-up times fail the speed-of-light rule on some
+  // workloads, which is an invalid result, not a failed command.
+  ASSERT_TRUE(r.code == 0 || r.code == 1) << r.out << r.err;
+  EXPECT_EQ(r.err.find("CHECK constraint"), std::string::npos) << r.err;
+  r = kopt({"--db", db, "show", "candidate", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json cand = json::parse(r.out);
+  EXPECT_EQ(cand.at("origin"), "baseline");
+  auto loaded = kopt::config::load_operator_file((suite_dir / "silu_and_mul.json").string());
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(cand.at("evaluations").size(), loaded.op->workloads.size()) << r.out.substr(0, 2000);
+  for (const auto& e : cand["evaluations"]) EXPECT_EQ(e.at("stage"), "full");
+}
+
 }  // namespace

@@ -1,14 +1,28 @@
-// UNMEASURED CANDIDATE (written 2026-12-01, never run on a GPU): gemm-bf16-wgmma-ws
-// with TMA tensor copies instead of the cp.async producer. kopt's launch plan
-// cannot pass a host-encoded CUtensorMap, so a first launch (gemm_tma_make_maps,
-// one thread) builds the two maps in a 256-byte workspace with tensormap.replace,
-// the way bench/hopper/tensormap_probe.cu showed to work on the H200 (elemtype
-// bf16 = 10, swizzle 128B = 3, rank written as rank - 1); the GEMM then issues
-// one cp.async.bulk.tensor.2d per operand and stage from one producer thread,
-// with mbarrier expect_tx on the stage's full barrier (count 1). Rows past M or N
-// are zero-filled by the TMA unit. Everything else is gemm-bf16-wgmma-ws.
-// Evaluate with: kopt eval knowledge_base/references/gemm-bf16-wgmma-ws/operator.json
-//   --candidate bench/hopper/gemm_tma/candidate.json
+// gemm-bf16-tma-ws: Hopper bf16 GEMM C[M, N] = A[M, K] . B[N, K]^T (y = x W^T), fp32
+// accumulation, bf16 out; K a multiple of 64, M and N ragged.
+//
+// Two launches (kopt's launch plan cannot pass a host-encoded CUtensorMap):
+// 1. gemm_tma_make_maps (one thread) builds the tensor maps of A and B in a
+//    256-byte workspace with tensormap.replace (PTX encodings: elemtype bf16 =
+//    10, swizzle 128B = 3, rank written as rank - 1; zeroed first, then
+//    fence.proxy.tensormap::generic.release), as bench/hopper/tensormap_probe.cu
+//    checked byte for byte against cuTensorMapEncodeTiled on the H200.
+// 2. gemm_bf16_tma_ws: persistent grid (one block of 384 threads per SM)
+//    walking 128 x BN tiles rasterized in groups of GROUP_M M-tiles. Warpgroup 0
+//    is the producer: ONE thread acquires the maps (fence.proxy.tensormap
+//    acquire), then per stage waits the stage's empty barrier, arms the full
+//    barrier with expect_tx(STAGE_BYTES) and issues two
+//    cp.async.bulk.tensor.2d copies (A box 64 x 128, B box 64 x BN) that land
+//    128-byte-swizzled and complete on that barrier; rows past M or N are
+//    zero-filled by the copy engine and still count toward the bytes.
+//    Warpgroups 1 and 2 (64 rows each, setmaxnreg 232; the producer drops to
+//    40) wait the full barrier (no proxy fence: the copy engine writes through
+//    the async proxy that wgmma reads), issue BK/16 wgmma.m64nBNk16 from
+//    shared-memory descriptors, commit, wait_group 1, and release the previous
+//    stage (one arrival per consumer warp). Stage and phase counters run across
+//    tiles, so the producer refills the ring during the epilogue.
+// Measured on H200 (2026-12-02, driver 580.159.04, kopt eval --seeds 3): 75.5 %
+// of dense bf16 peak at 8192^3 (1471.6 us), 69.3 % weighted over the config.
 #include <cuda_bf16.h>
 
 #ifndef BN
@@ -39,13 +53,6 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 }
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
