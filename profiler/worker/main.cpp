@@ -3,15 +3,20 @@
 // diagnostics go to stderr), reading every request and writing its own
 // answers through the types of protocol/protocol.hpp. Also the isolated
 // NVRTC child (`kopt-worker compile`) and a device probe (`kopt-worker info`).
+#include <cuda_runtime_api.h>
+#include <cupti.h>
 #include <cupti_target.h>
+#include <fmt/format.h>
+#include <nvrtc.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -22,10 +27,6 @@
 #include "protocol/protocol.hpp"
 #include "runtime/device.hpp"
 #include "runtime/evaluator.hpp"
-
-#include <cuda_runtime_api.h>
-#include <cupti.h>
-#include <nvrtc.h>
 
 namespace {
 
@@ -103,28 +104,40 @@ nlohmann::json launch_floor_at_start(kopt::harness::evaluator& ev,
                                      const kopt::harness::device_info& dev) {
   const auto dir = kopt::counters::default_cache_dir().parent_path() / "calibration";
   const auto file = dir / (dev.uuid + "-" + dev.driver_version + "-launch-floor.json");
-  if (std::ifstream in(file); in) {
+  // The stored floor, loaded into the evaluator; nullopt when absent or damaged.
+  auto load = [&]() -> std::optional<nlohmann::json> {
+    std::ifstream in(file);
+    if (!in) return std::nullopt;
     try {
       auto j = nlohmann::json::parse(in);
-      if (ev.use_launch_floor(j)) {
-        j["cached"] = true;
-        return j;
-      }
+      if (!ev.use_launch_floor(j)) return std::nullopt;
+      j["cached"] = true;
+      return j;
     } catch (const std::exception&) {
-      // damaged: measure again
+      return std::nullopt;  // damaged: measure again
     }
-  }
+  };
+  if (auto j = load()) return *j;
   try {
     auto j = ev.launch_floor();
-    if (j.value("median_ns", 0.0) > 0) {
+    const double ns = j.value("median_ns", 0.0);
+    if (ns > 0) {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
-      const auto tmp = file.string() + ".tmp";
+      const auto tmp = file.string() + "." + std::to_string(::getpid()) + ".tmp";
       {
         std::ofstream out(tmp);
         out << j.dump(2) << '\n';
       }
-      std::filesystem::rename(tmp, file, ec);
+      // The first worker to store wins (link refuses an existing file), and
+      // every worker then uses what is stored, so workers that started at
+      // the same time agree too.
+      (void)::link(tmp.c_str(), file.c_str());
+      std::filesystem::remove(tmp, ec);
+      if (auto stored = load()) {
+        if (stored->value("median_ns", 0.0) == ns) (*stored)["cached"] = false;
+        return *stored;
+      }
     }
     j["cached"] = false;
     return j;
