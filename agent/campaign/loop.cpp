@@ -747,6 +747,10 @@ run_result campaign_loop::finalize(const std::string& reason) {
       const bool priv_ok = pw.all_ok(priv);
       summary["verify_private"] = {
           {"workloads", priv},
+          {"chosen_by", op_.integ.private_fraction
+                            ? json{{"private_fraction", *op_.integ.private_fraction},
+                                   {"private_seed", op_.integ.private_seed}}
+                            : json("workloads[].private")},
           {"result", pw.to_json(false)},
           {"all_ok", priv_ok},
           {"weighted_sol", weighted_sol(pw.workloads, pweights)},

@@ -286,6 +286,7 @@ tool_result operator_brief(const json& a, const tool_env& env) {
   json j = r.to_json();
   json wl = json::array();
   for (const auto& w : op.workloads) {
+    if (w.is_private) continue;  // never shown to a model (docs/integrity.md)
     json axes = json::object();
     for (const auto& [k, v] : w.axes) axes[k] = v;
     wl.push_back({{"id", w.id}, {"weight", w.weight}, {"axes", axes}});
@@ -472,8 +473,20 @@ tool_result kernel_run(const json& a, mcp::call_context& cx, const tool_env& env
   auto sv = subjects_of(a, op, o);
   if (auto* e = std::get_if<tool_result>(&sv)) return *e;
   auto& subjects = std::get<std::vector<runner::subject_spec>>(sv);
-  const auto wl =
-      resolve_workloads(op, a.value("workloads", std::vector<std::string>{}), "the config");
+  // A model never measures a private workload (workloads[].private,
+  // integrity.private_fraction): by default the public ones; naming a
+  // private one is refused, so its shape cannot be probed either.
+  std::vector<std::string> wanted = a.value("workloads", std::vector<std::string>{});
+  for (const auto& w : wanted)
+    if (const auto* x = op.find_workload(w); x && x->is_private)
+      return fail("invalid_input",
+                  fmt::format("workload \"{}\" is private: it is measured only when a "
+                              "campaign verifies its winner",
+                              w));
+  if (wanted.empty())
+    for (const auto& w : op.workloads)
+      if (!w.is_private) wanted.push_back(w.id);
+  const auto wl = resolve_workloads(op, wanted, "the config");
   double done = 0;
   const double total = static_cast<double>(wl.size());
   o.on_workload_done = [&](const std::string& w) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -207,14 +208,20 @@ nlohmann::json operator_config::snapshot() const {
   j["inputs"] = std::move(in);
   j["outputs"] = std::move(out);
   j["tolerance"] = tolerance_json(tol);
-  if (integ.allow_clock_reads) j["integrity"] = {{"allow_clock_reads", true}};
+  if (integ.allow_clock_reads) j["integrity"]["allow_clock_reads"] = true;
+  if (integ.private_fraction) {
+    j["integrity"]["private_fraction"] = *integ.private_fraction;
+    j["integrity"]["private_seed"] = integ.private_seed;
+  }
   json roof_j = {{"flops", roof.flops}, {"flop_unit", roof.flop_unit}};
   if (roof.bytes) roof_j["bytes"] = *roof.bytes;
   j["roofline"] = std::move(roof_j);
   json wl = json::array();
   for (const auto& w : workloads) {
     json wj = {{"id", w.id}, {"weight", w.weight}, {"description", w.description}};
-    if (w.is_private) wj["private"] = true;
+    // Only the hand-marked flag: the fraction's choice is remade from the
+    // rule (integrity.private_*) when the snapshot is loaded.
+    if (w.is_private && !w.private_by_fraction) wj["private"] = true;
     json ax = json::object();
     for (const auto& [k, v] : w.axes) ax[k] = v;
     wj["axes"] = std::move(ax);
@@ -513,6 +520,35 @@ std::int64_t roofline_bytes(const operator_config& op, const workload& w) {
   }
   for (const auto& t : op.outputs) add(tensor_bytes(op, t, w));
   return total;
+}
+
+std::vector<std::string> private_fraction_choice(const std::vector<std::string>& ids,
+                                                 double fraction, std::int64_t seed) {
+  // FNV-1a of the id, mixed with the seed by splitmix64's finaliser: fixed
+  // arithmetic, so the choice never changes between builds or machines.
+  auto mix = [](std::uint64_t v) {
+    v += 0x9E3779B97F4A7C15ull;
+    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
+    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
+    return v ^ (v >> 31);
+  };
+  std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    std::uint64_t h = 0xCBF29CE484222325ull;
+    for (const unsigned char c : ids[i]) h = (h ^ c) * 0x100000001B3ull;
+    ranked.emplace_back(mix(h ^ mix(static_cast<std::uint64_t>(seed))), i);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::size_t k =
+      static_cast<std::size_t>(std::llround(fraction * static_cast<double>(ids.size())));
+  if (fraction > 0 && k == 0) k = 1;  // a fraction asked for is never silently none
+  k = std::min(k, ids.size());
+  std::vector<std::size_t> chosen;
+  for (std::size_t i = 0; i < k; ++i) chosen.push_back(ranked[i].second);
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<std::string> out;
+  for (const auto i : chosen) out.push_back(ids[i]);
+  return out;
 }
 
 }  // namespace kopt::config

@@ -117,6 +117,14 @@ struct integrity_settings {
   // Allow kernels that read %globaltimer / %clock / %clock64 (refused by
   // default: a kernel that reads a clock can tell timed calls from checked).
   bool allow_clock_reads = false;
+  // Private workloads chosen by seed (docs/integrity.md, "Private
+  // workloads"): this fraction of the workloads, picked deterministically
+  // from private_seed and the workload ids, is private in addition to those
+  // marked workloads[].private. The choice is made once, when the config is
+  // loaded (select_private_workloads), and lands in workload::is_private,
+  // the flag every consumer reads.
+  std::optional<double> private_fraction;
+  std::int64_t private_seed = 0;
 };
 
 struct tensor {
@@ -142,6 +150,9 @@ struct workload {
   // verify and reported separately, so that a model cannot fit the shapes
   // it is scored on (docs/campaign.md, "Private workloads").
   bool is_private = false;
+  // How it became private: false = workloads[].private, true = chosen by
+  // integrity.private_fraction (the snapshot keeps the rule, not the flag).
+  bool private_by_fraction = false;
   // Per-workload correctness bounds (SOL-ExecBench's `tolerance`): when set,
   // they replace the operator's and the tensors' for this workload.
   std::optional<tolerance> tol;
@@ -339,5 +350,12 @@ std::int64_t roofline_flops(const operator_config& op, const workload& w);
 // once, every output written once, an in-place input counted twice (read and
 // written).
 std::int64_t roofline_bytes(const operator_config& op, const workload& w);
+
+// The workloads integrity.private_fraction makes private: the
+// max(1, round(fraction x N)) ids with the smallest 64-bit hash of (seed,
+// id), in the order given. Depends only on the ids and the seed (never on
+// which are marked private by hand), so a snapshot reloads to the same set.
+std::vector<std::string> private_fraction_choice(const std::vector<std::string>& ids,
+                                                 double fraction, std::int64_t seed);
 
 }  // namespace kopt::config

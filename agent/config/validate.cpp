@@ -589,6 +589,32 @@ void parse_scalars(context& ctx, const object_reader& top, operator_config& op,
   }
 }
 
+// The one place a workload becomes private: workloads[].private (parsed
+// above) or integrity.private_fraction's seeded choice. Everything after
+// (prompts, screening, promotion, verify, reports) reads is_private only.
+void select_private_workloads(context& ctx, const object_reader& top, operator_config& op,
+                              bool& ok) {
+  if (op.integ.private_fraction && !op.workloads.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& w : op.workloads) ids.push_back(w.id);
+    for (const auto& id :
+         private_fraction_choice(ids, *op.integ.private_fraction, op.integ.private_seed))
+      for (auto& w : op.workloads)
+        if (w.id == id && !w.is_private) {
+          w.is_private = true;
+          w.private_by_fraction = true;
+        }
+  }
+  const bool any_public = std::any_of(op.workloads.begin(), op.workloads.end(),
+                                      [](const workload& w) { return !w.is_private; });
+  if (!op.workloads.empty() && !any_public) {
+    ctx.error(top.path("workloads"),
+              "every workload is private (workloads[].private, integrity.private_fraction): at "
+              "least one must stay public, or there is nothing to screen and score on");
+    ok = false;
+  }
+}
+
 void parse_workloads(context& ctx, const object_reader& top, operator_config& op, bool& ok,
                      const json_locator* loc) {
   const json* wj = top.require("workloads");
@@ -1104,13 +1130,38 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     else ok = false;
   }
   if (const json* ij = top.get("integrity")) {
-    object_reader ir(ctx, *ij, top.path("integrity"), {"allow_clock_reads"});
-    if (!ir.valid())
+    object_reader ir(ctx, *ij, top.path("integrity"),
+                     {"allow_clock_reads", "private_fraction", "private_seed"});
+    if (!ir.valid()) {
       ok = false;
-    else if (auto a = ir.boolean("allow_clock_reads"))
-      op.integ.allow_clock_reads = *a;
-    else if (ir.has("allow_clock_reads"))
-      ok = false;
+    } else {
+      if (auto a = ir.boolean("allow_clock_reads"))
+        op.integ.allow_clock_reads = *a;
+      else if (ir.has("allow_clock_reads"))
+        ok = false;
+      if (auto f = ir.number("private_fraction")) {
+        if (!(*f > 0 && *f < 1)) {
+          ctx.error(ir.path("private_fraction"),
+                    "private_fraction must be > 0 and < 1 (the share of workloads kept private), "
+                    "got " +
+                        ir.get("private_fraction")->dump());
+          ok = false;
+        } else {
+          op.integ.private_fraction = *f;
+        }
+      } else if (ir.has("private_fraction")) {
+        ok = false;
+      }
+      if (auto sd = ir.integer("private_seed")) {
+        op.integ.private_seed = *sd;
+        if (!ir.has("private_fraction")) {
+          ctx.error(ir.path("private_seed"), "private_seed is used only with private_fraction");
+          ok = false;
+        }
+      } else if (ir.has("private_seed")) {
+        ok = false;
+      }
+    }
   }
   name_registry reg;
   parse_axes(ctx, top, op, reg, ok);
@@ -1125,6 +1176,7 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     if (t.in_place && !t.tol) t.tol = op.tol;
   parse_roofline(ctx, top, op, ok);
   parse_workloads(ctx, top, op, ok, loc);
+  select_private_workloads(ctx, top, op, ok);
   parse_constraints(ctx, top, op, ok);
   parse_campaign(ctx, top, op, ok);
 

@@ -15,6 +15,7 @@
 #include "common/subprocess.hpp"
 #include "runner/evaluation.hpp"
 #include "runner/record.hpp"
+#include "runner/sanitize.hpp"
 
 namespace kopt::daemon {
 
@@ -27,6 +28,7 @@ struct gpu_pool::slot {
   // The --profile-only worker for counters (docs/counters.md): started on
   // first use by runner::evaluate_with_counters, stopped with the slot's.
   std::unique_ptr<runner::worker_client> profiler;
+  runner::worker_options opts;  // how client was made (sanitizer workers start the same way)
   bool busy = false;
   clock_type::time_point not_before{};
   int consecutive_failures = 0;
@@ -84,6 +86,7 @@ gpu_pool::gpu_pool(const daemon_config& cfg, const std::atomic<bool>& stopping)
       o.silence_timeout =
           std::chrono::seconds(static_cast<std::int64_t>(std::ceil(cfg.worker.silence_timeout_s)));
       o.max_restarts = cfg.worker.max_restarts;
+      s->opts = o;
       s->client = std::make_unique<runner::worker_client>(o);
       s->profiler = std::make_unique<runner::worker_client>(runner::profiler_options(o));
     }
@@ -301,6 +304,9 @@ runner::worker_client* gpu_pool::lease::client() const {
 runner::worker_client* gpu_pool::lease::profiler() const {
   return slot_->profiler.get();
 }
+const runner::worker_options& gpu_pool::lease::worker_options() const {
+  return slot_->opts;
+}
 const std::optional<harness::gpu_peaks>& gpu_pool::lease::peaks() const {
   return slot_->peaks;
 }
@@ -338,14 +344,19 @@ void gpu_pool::lease::fail(const std::string& why) {
 
 // --- the worker evaluator on a leased worker ----------------------------------------
 
-campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_request& rq) {
-  auto l = pool_.acquire(who_);
+campaign::worker_eval_options pool_worker_evaluator::options() const {
   campaign::worker_eval_options o;
   o.seeds = ws_.seeds;
   o.min_time_s = ws_.min_time_s;
   o.max_time_s = ws_.max_time_s;
   o.launch_timeout_ms = ws_.launch_timeout_ms;
   o.counters = counters_;
+  return o;
+}
+
+campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_request& rq) {
+  auto l = pool_.acquire(who_);
+  const campaign::worker_eval_options o = options();
   runner::evaluation_report rep;
   try {
     rep = runner::evaluate_with_counters(*l.client(), l.profiler(),
@@ -373,6 +384,15 @@ campaign::eval_batch pool_worker_evaluator::evaluate(const campaign::eval_reques
 void pool_worker_evaluator::record(store::store& db, const campaign::eval_request& rq,
                                    const campaign::eval_batch& b) {
   campaign::record_worker_batch(db, rq, b);
+}
+
+json pool_worker_evaluator::sanitize(const campaign::eval_request& rq) {
+  // The lease keeps other campaigns off this GPU while the tool runs (it
+  // slows kernels by orders of magnitude, and a neighbour's timing must not
+  // share the GPU with it); the slot's own workers stay as they are.
+  auto l = pool_.acquire(who_);
+  const auto o = options();
+  return runner::sanitize(l.worker_options(), campaign::worker_request(op_, rq, o)).to_json();
 }
 
 // --- the fake evaluator (tests) -------------------------------------------------------

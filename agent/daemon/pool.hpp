@@ -30,6 +30,7 @@
 
 #include "campaign/fake_evaluator.hpp"
 #include "campaign/types.hpp"
+#include "campaign/worker_evaluator.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
 #include "core/roofline.hpp"
@@ -103,6 +104,9 @@ class gpu_pool {
     runner::worker_client* client() const;
     // The slot's --profile-only worker (counters), beside its timing worker.
     runner::worker_client* profiler() const;
+    // How the slot starts its workers (executable, launch prefix, GPU): a
+    // throwaway worker for compute-sanitizer is started the same way.
+    const runner::worker_options& worker_options() const;
     const std::optional<harness::gpu_peaks>& peaks() const;
     const nlohmann::json& device() const;
     void count_restarts(int n);
@@ -159,8 +163,14 @@ class pool_worker_evaluator final : public campaign::evaluator {
   void record(store::store& db, const campaign::eval_request& rq,
               const campaign::eval_batch& b) override;
   nlohmann::json device() override { return pool_.any_device(); }
+  // compute-sanitizer on a finalist (docs/integrity.md, class 4), as `kopt
+  // run` does it: on a leased GPU, in throwaway --profile-only workers
+  // started through the slot's launch prefix under the tool, never in the
+  // daemon's process; skipped with the reason where the tool is missing.
+  nlohmann::json sanitize(const campaign::eval_request& rq) override;
 
  private:
+  campaign::worker_eval_options options() const;
   gpu_pool& pool_;
   gpu_pool::who who_;
   const config::operator_config& op_;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "core/roofline.hpp"
 
 namespace kopt::report {
 
@@ -103,6 +104,25 @@ std::optional<double> weighted_sol(const std::map<std::string, measure>& m,
     den += w;
   }
   if (!(den > 0)) return std::nullopt;
+  return num / den;
+}
+
+// The same with attainable SOL (physical where a workload has no floor);
+// empty when no workload of `keys` has a floor.
+std::optional<double> weighted_attainable(const std::map<std::string, measure>& m,
+                                          const std::vector<std::string>& keys,
+                                          const std::map<std::string, double>& weights) {
+  if (!weighted_sol(m, keys, weights)) return std::nullopt;
+  double num = 0, den = 0;
+  bool any = false;
+  for (const auto& k : keys) {
+    const measure& x = m.at(k);
+    const double w = weights.count(k) ? weights.at(k) : 1.0;
+    any = any || x.attainable.has_value();
+    num += w * (x.attainable ? *x.attainable : *x.sol);
+    den += w;
+  }
+  if (!any) return std::nullopt;
   return num / den;
 }
 
@@ -210,6 +230,16 @@ campaign_data load_campaign(store::store& db, row_id campaign_id) {
       m.status = e.status;
       m.median_ns = e.timing.median_ns;
       m.sol = e.sol_fraction;
+      if (e.timing.detail.is_object() && e.timing.detail.contains("launch_floor_ns") &&
+          e.timing.detail.at("launch_floor_ns").is_number()) {
+        const double lf = e.timing.detail.at("launch_floor_ns").get<double>();
+        if (lf > 0) {
+          m.launch_floor_ns = lf;
+          if (m.sol && m.median_ns && *m.median_ns > 0)
+            m.attainable =
+                harness::attainable_sol_fraction(*m.sol * *m.median_ns, lf, *m.median_ns);
+        }
+      }
       m.max_abs_err = e.max_abs_err;
       m.max_rel_err = e.max_rel_err;
       m.error = e.error;
@@ -220,11 +250,15 @@ campaign_data load_campaign(store::store& db, row_id campaign_id) {
       if (r != rank.end() && (cur == rank.end() || r->second > cur->second))
         v.furthest_stage = e.stage;
     }
-    if (auto f = v.by_stage.find("full"); f != v.by_stage.end())
+    if (auto f = v.by_stage.find("full"); f != v.by_stage.end()) {
       v.score = weighted_sol(f->second, keys, d.weights);
+      if (v.score) v.attainable_score = weighted_attainable(f->second, keys, d.weights);
+    }
     if (!v.score)
-      if (auto f = v.by_stage.find("verify"); f != v.by_stage.end())
+      if (auto f = v.by_stage.find("verify"); f != v.by_stage.end()) {
         v.score = weighted_sol(f->second, keys, d.weights);
+        if (v.score) v.attainable_score = weighted_attainable(f->second, keys, d.weights);
+      }
     if (auto s = v.by_stage.find("screen"); s != v.by_stage.end()) {
       std::vector<std::string> sk;
       for (const auto& [k, m] : s->second) sk.push_back(k);

@@ -40,6 +40,10 @@ struct measure {
   store::eval_status status = store::eval_status::ok;
   std::optional<double> median_ns;
   std::optional<double> sol;
+  // max(T_SOL, launch floor) / T when the timing carries the worker's
+  // measured launch floor (launch_floor_ns), else empty.
+  std::optional<double> attainable;
+  std::optional<double> launch_floor_ns;
   std::optional<double> max_abs_err, max_rel_err;
   std::optional<std::string> error;
   row_id evaluation_id = 0;
@@ -55,6 +59,9 @@ struct candidate_view {
   // Weight-averaged fraction of speed of light over every workload of the
   // full sweep (verify when there is no full), all correct; else empty.
   std::optional<double> score;
+  // The same with attainable SOL per workload (the physical fraction where
+  // a workload has no floor); empty when no workload has a floor.
+  std::optional<double> attainable_score;
   // The same over the workloads it was screened on (screen stage).
   std::optional<double> screen_score;
   // Weighted geometric mean of median(candidate) / median(parent) over the

@@ -142,6 +142,7 @@ void write_jsonl(const campaign_data& d, std::ostream& out, bool with_source) {
               {"furthest_stage", v.furthest_stage},
               {"sol_fraction", opt(v.score)},
               {"screen_sol_fraction", opt(v.screen_score)},
+              {"attainable_sol_fraction", opt(v.attainable_score)},
               {"time_ratio_vs_parent", opt(v.time_ratio_vs_parent)},
               {"on_best_path", v.on_best_path},
               {"is_best", d.campaign.best_candidate_id && *d.campaign.best_candidate_id == c.id},

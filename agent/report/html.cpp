@@ -353,7 +353,9 @@ std::string workload_chart(const campaign_data& d, std::string& table_html) {
           << "</td>";
       } else {
         t << "<td class=\"r\">" << time_ns(it->second.median_ns) << " <span class=\"muted\">"
-          << pct(it->second.sol) << "</span></td>";
+          << pct(it->second.sol);
+        if (it->second.attainable) t << " · " << pct(it->second.attainable) << " attainable";
+        t << "</span></td>";
       }
     }
     if (base && !ss.empty() && ss[0].v != base) {
@@ -371,7 +373,23 @@ std::string workload_chart(const campaign_data& d, std::string& table_html) {
     }
     t << "</tr>";
   }
+  // Weighted totals of both fractions (the score; attainable where the
+  // timings carry the measured launch floor).
+  t << "<tr><td><b>weighted</b></td><td></td>";
+  for (const auto& s : ss) {
+    t << "<td class=\"r\">" << pct(s.v->score) << " <span class=\"muted\">of SOL";
+    if (s.v->attainable_score) t << " · " << pct(s.v->attainable_score) << " attainable";
+    t << "</span></td>";
+  }
+  if (base && !ss.empty() && ss[0].v != base) t << "<td></td>";
+  t << "</tr>";
   t << "</tbody></table>";
+  bool any_floor = false;
+  for (const auto& m : ms)
+    for (const auto& [k, x] : m) any_floor = any_floor || x.attainable.has_value();
+  if (any_floor)
+    t << "<p class=\"muted\">attainable = max(T<sub>SOL</sub>, measured launch floor) / T: how "
+         "close a workload is to what one launch allows; physical SOL beside it.</p>";
   table_html = t.str();
   if (ss.empty() || !(ymax > 0))
     return empty_chart("workloads", "no per-workload measurement with a speed-of-light figure");
@@ -766,7 +784,10 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
     wall = std::max(wall, static_cast<double>(*d.ended_ms - *d.started_ms) / 1000.0);
   o << "<div class=\"cards\">";
   o << card("best", best && best->score ? pct(best->score) : pct(c.best_score),
-            best ? "of speed of light · candidate " + std::to_string(best->rec->id)
+            best ? "of speed of light" +
+                       (best->attainable_score ? " (" + pct(best->attainable_score) + " attainable)"
+                                               : std::string()) +
+                       " · candidate " + std::to_string(best->rec->id)
                  : "no correct candidate yet");
   if (d.finished.is_object() && d.finished.contains("speedup_vs_baseline"))
     o << card("vs baseline", f(d.finished["speedup_vs_baseline"].get<double>(), 2) + "×",
@@ -852,8 +873,11 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
       if (k.status == "ok") params = k.parameter_values;
     o << "<dl class=\"meta\"><dt>candidate</dt><dd>" << r.id << " (" << store::to_string(r.origin)
       << ", iteration " << (best->iteration ? std::to_string(*best->iteration) : "-")
-      << ")</dd><dt>score</dt><dd>" << pct(best->score)
-      << " of speed of light (weighted)</dd><dt>parameters</dt><dd><code>" << esc(params.dump())
+      << ")</dd><dt>score</dt><dd>" << pct(best->score) << " of speed of light (weighted)"
+      << (best->attainable_score
+              ? ", " + pct(best->attainable_score) + " attainable (max(SOL, launch floor) / T)"
+              : std::string())
+      << "</dd><dt>parameters</dt><dd><code>" << esc(params.dump())
       << "</code></dd><dt>source sha256</dt><dd><code>" << esc(r.source_hash) << "</code></dd>";
     if (r.note) o << "<dt>note</dt><dd>" << esc(*r.note) << "</dd>";
     if (r.llm_call_id)

@@ -105,6 +105,7 @@ json lineage_json(const campaign_data& d) {
                      {"furthest_stage", v.furthest_stage},
                      {"sol_fraction", opt(v.score)},
                      {"screen_sol_fraction", opt(v.screen_score)},
+                     {"attainable_sol_fraction", opt(v.attainable_score)},
                      {"time_ratio_vs_parent", opt(v.time_ratio_vs_parent)},
                      {"on_best_path", v.on_best_path},
                      {"note", opt(c.note)}});

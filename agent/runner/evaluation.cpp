@@ -150,7 +150,8 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.sol["bytes"] = counts.bytes;
       row.sol_fraction = sol.fraction;
       if (row.launch_floor_ns > 0) {
-        row.attainable_sol_fraction = std::max(sol.t_sol_ns, row.launch_floor_ns) / row.median_ns;
+        row.attainable_sol_fraction =
+            harness::attainable_sol_fraction(sol.t_sol_ns, row.launch_floor_ns, row.median_ns);
         row.sol["launch_floor_ns"] = row.launch_floor_ns;
         row.sol["attainable_fraction"] = *row.attainable_sol_fraction;
       }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +86,8 @@ sanitize_report sanitize(const worker_options& base, json request,
     return rep;
   }
   rep.sanitizer = *tool;
+  // One log per run: the daemon sanitizes on several GPUs at once.
+  static std::atomic<unsigned> next_log{0};
   // Checks only, one input set, no re-check: the sanitizer slows kernels by
   // orders of magnitude, and what it looks for needs one honest call.
   request["settings"] = {{"seeds", 1},
@@ -98,11 +101,15 @@ sanitize_report sanitize(const worker_options& base, json request,
     r.tool = t;
     std::error_code ec;
     const fs::path log =
-        fs::temp_directory_path(ec) / fmt::format("kopt-sanitize-{}-{}.log", ::getpid(), t);
+        fs::temp_directory_path(ec) /
+        fmt::format("kopt-sanitize-{}-{}-{}.log", ::getpid(), next_log.fetch_add(1), t);
     fs::remove(log, ec);
     worker_options o = base;
-    o.launch_prefix = {
-        *tool, "--tool", t, "--log-file", log.string(), "--target-processes", "application-only"};
+    // Under the caller's own launch prefix (srun on a cluster, where the
+    // worker must run on the node that holds the GPU), then the tool.
+    for (const char* a : {tool->c_str(), "--tool", t.c_str(), "--log-file", log.c_str(),
+                          "--target-processes", "application-only"})
+      o.launch_prefix.emplace_back(a);
     if (t == "racecheck") {
       o.launch_prefix.push_back("--racecheck-report");
       o.launch_prefix.push_back("hazard");

@@ -52,4 +52,14 @@ struct sol_result {
 sol_result speed_of_light(const roofline_counts& c, const std::string& flop_unit, const gpu_peaks& peaks,
                           double measured_ns, double tolerance = 0.02);
 
+// Attainable SOL (issue 17): max(T_SOL, launch floor) / T_measured, the
+// fraction of what a single launch allows; the physical fraction when no
+// floor is known (floor <= 0). The one formula for eval, bench, campaigns,
+// prompts and reports.
+inline double attainable_sol_fraction(double t_sol_ns, double launch_floor_ns,
+                                      double measured_ns) noexcept {
+  if (!(measured_ns > 0)) return 0.0;
+  return (launch_floor_ns > t_sol_ns ? launch_floor_ns : t_sol_ns) / measured_ns;
+}
+
 }  // namespace kopt::harness

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -551,6 +552,17 @@ nlohmann::json evaluator::calibrate() {
 }
 nlohmann::json evaluator::launch_floor() {
   return p_->launch_floor_json();
+}
+
+bool evaluator::use_launch_floor(const nlohmann::json& measured) {
+  if (!measured.is_object() || !measured.contains("median_ns") ||
+      !measured.at("median_ns").is_number())
+    return false;
+  const auto c = parse_clock(measured.value("clock", std::string()));
+  const double ns = measured.at("median_ns").get<double>();
+  if (!c || !(ns > 0) || !std::isfinite(ns)) return false;
+  p_->launch_floor[*c] = ns;
+  return true;
 }
 
 }  // namespace kopt::harness

@@ -54,6 +54,14 @@ class evaluator {
   // answers {"skipped": why}. Measured once per clock and cached.
   nlohmann::json launch_floor();
 
+  // Seeds that cache with a floor measured earlier on this device (the
+  // worker's on-disk cache, as launch_floor wrote it): every later timing
+  // on that clock reports exactly this value, so all workers of one device
+  // and driver agree with each other and with their hellos. Returns false
+  // (and changes nothing) for a value that is not a positive floor of a
+  // known clock.
+  bool use_launch_floor(const nlohmann::json& measured);
+
  private:
   struct impl;
   std::unique_ptr<impl> p_;

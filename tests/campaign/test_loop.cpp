@@ -89,6 +89,44 @@ TEST(Loop, PrivateWorkloadsAreMeasuredOnlyAtVerifyAndReportedApart) {
   EXPECT_EQ(r.summary.at("verify").at("workloads").size(), 4u);  // the public ones
 }
 
+// integrity.private_fraction goes through the same decision as the flag:
+// the seeded choice is private at config load, so it too is measured only
+// at verify, reported apart, and the rule is recorded with the report.
+TEST(Loop, PrivateFractionBySeedIsMeasuredOnlyAtVerify) {
+  json opj = test::operator_json();
+  opj["integrity"] = {{"private_fraction", 0.34}, {"private_seed", 11}};
+  test::fixture f(opj);
+  std::vector<std::string> ids, priv;
+  for (const auto& w : f.op.workloads) ids.push_back(w.id);
+  const auto expected = config::private_fraction_choice(ids, 0.34, 11);
+  ASSERT_EQ(expected.size(), 2u);  // round(0.34 x 6)
+  for (const auto& w : f.op.workloads)
+    if (w.is_private) priv.push_back(w.id);
+  EXPECT_EQ(priv, expected);
+  fake_evaluator ev(test::default_model(), 0.01);
+  autotune_source src;
+  campaign_loop loop(f.db, f.campaign_id, f.op, src, ev, f.settings());
+  const auto r = loop.run();
+  ASSERT_TRUE(r.finished);
+  std::size_t private_calls = 0;
+  for (const auto& call : ev.calls()) {
+    bool has_private = false;
+    for (const auto& p : expected)
+      has_private = has_private || std::find(call.workloads.begin(), call.workloads.end(), p) !=
+                                       call.workloads.end();
+    if (!has_private) continue;
+    ++private_calls;
+    EXPECT_EQ(call.stage, "verify") << "a private workload reached stage " << call.stage;
+    EXPECT_EQ(call.workloads, expected);
+  }
+  EXPECT_EQ(private_calls, 1u);
+  ASSERT_TRUE(r.summary.contains("verify_private")) << r.summary.dump();
+  const auto& vp = r.summary.at("verify_private");
+  EXPECT_EQ(vp.at("workloads"), json(expected));
+  EXPECT_EQ(vp.at("chosen_by"), json({{"private_fraction", 0.34}, {"private_seed", 11}}));
+  EXPECT_EQ(r.summary.at("verify").at("workloads").size(), 4u);
+}
+
 // Before a promotion the finalist goes to the evaluator's compute-sanitizer;
 // the fake one has none, which the promoted event records as skipped.
 TEST(Loop, PromotionRecordsTheSanitizerOutcome) {

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -262,9 +264,13 @@ struct process_result {
   std::string out;
 };
 
-// `kopt mcp` with `input` on stdin, killed after `limit`.
+// `kopt mcp` with `input` on stdin, killed after `limit`. With `done`, stdin
+// stays open until done(output so far) holds (the end of input cancels the
+// calls still running).
 process_result run_kopt_mcp(const std::string& input, const std::filesystem::path& db,
-                            std::chrono::seconds limit) {
+                            std::chrono::seconds limit,
+                            std::function<bool(const std::string&)> done = {}) {
+  std::atomic<bool> may_close{!done};
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
   const std::string exe = std::string(KOPT_BINARY_DIR) + "/bin/kopt";
@@ -288,6 +294,7 @@ process_result run_kopt_mcp(const std::string& input, const std::filesystem::pat
       if (n <= 0) break;
       off += static_cast<std::size_t>(n);
     }
+    while (!may_close) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     close(in[1]);
   });
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -298,6 +305,7 @@ process_result run_kopt_mcp(const std::string& input, const std::filesystem::pat
     if (left.count() <= 0) {
       r.timed_out = true;
       kill(pid, SIGKILL);
+      may_close = true;
       break;
     }
     pollfd p{out[0], POLLIN, 0};
@@ -305,7 +313,9 @@ process_result run_kopt_mcp(const std::string& input, const std::filesystem::pat
     const ssize_t n = read(out[0], buf, sizeof buf);
     if (n <= 0) break;
     r.out.append(buf, static_cast<std::size_t>(n));
+    if (done && done(r.out)) may_close = true;
   }
+  may_close = true;
   writer.join();
   close(out[0]);
   int st = 0;
@@ -343,3 +353,58 @@ TEST(KoptMcpProcess, MalformedMessagesGetErrorsNeverACrashOrAHang) {
 }
 
 }  // namespace
+
+// Private workloads (docs/integrity.md) never reach a model through MCP
+// either: operator_brief leaves them out of its workload list and its
+// prompt, and kernel_evaluate refuses to measure one by name.
+TEST(KoptMcpProcess, PrivateWorkloadsAreNeitherShownNorMeasured) {
+  kopt::test::scratch_dir dir;
+  const std::filesystem::path ex = std::filesystem::path(KOPT_SOURCE_DIR) / "configs/examples";
+  for (const char* f : {"rmsnorm_reference.cu", "rmsnorm_baseline.cu", "rmsnorm_seed.cu"})
+    std::filesystem::copy_file(ex / f, dir / f);
+  json op;
+  {
+    std::ifstream in(ex / "rmsnorm.json");
+    op = json::parse(in);
+  }
+  for (auto& w : op["workloads"])
+    if (w["id"] == "t2048_h4096") w["private"] = true;
+  const auto cfg = dir / "rmsnorm.json";
+  {
+    std::ofstream out(cfg);
+    out << op.dump(2);
+  }
+  std::string input = init().dump() + "\n";
+  input += json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump() + "\n";
+  input += call(1, "operator_brief", {{"config", cfg.string()}}).dump() + "\n";
+  input += call(2, "kernel_evaluate", {{"config", cfg.string()}, {"workloads", {"t2048_h4096"}}})
+               .dump() +
+           "\n";
+  const auto r = run_kopt_mcp(input, dir / "kopt.db", 60s, [](const std::string& out) {
+    return out.find("{\"id\":1,") != std::string::npos &&
+           out.find("{\"id\":2,") != std::string::npos;
+  });
+  ASSERT_FALSE(r.timed_out) << r.out;
+  std::map<int, json> by_id;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) {
+      const json m = json::parse(l);
+      if (m.contains("id") && m["id"].is_number_integer()) by_id[m["id"].get<int>()] = m;
+    }
+  ASSERT_TRUE(by_id.count(1) && by_id.count(2)) << r.out;
+  const json& brief = by_id[1]["result"];
+  ASSERT_TRUE(brief.contains("structuredContent")) << brief.dump();
+  bool public_listed = false;
+  for (const auto& w : brief["structuredContent"]["workloads"]) {
+    EXPECT_NE(w["id"], "t2048_h4096");
+    public_listed = public_listed || w["id"] == "t1_h4096";
+  }
+  EXPECT_TRUE(public_listed) << brief.dump();
+  EXPECT_EQ(brief.dump().find("t2048_h4096"), std::string::npos);
+  const json& ev = by_id[2]["result"];
+  EXPECT_TRUE(ev.value("isError", false)) << ev.dump();
+  EXPECT_EQ(ev["structuredContent"]["status"], "invalid_input") << ev.dump();
+  EXPECT_NE(ev["structuredContent"].value("message", "").find("is private"), std::string::npos)
+      << ev.dump();
+}

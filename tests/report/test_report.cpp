@@ -451,6 +451,54 @@ TEST_F(Report, HtmlIsSelfContainedAndEveryChartHasMarks) {
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
 }
 
+// Attainable SOL (issue 17): with the worker's measured launch floor in the
+// stored timings (timing.launch_floor_ns, as record_worker_batch stores the
+// worker's timing), each workload shows max(T_SOL, floor) / T beside its
+// physical fraction, and the weighted totals of both are shown; without a
+// floor (the research store above) no attainable figure appears at all.
+TEST(HtmlReport, AttainableSolBesidePhysicalWithTheMeasuredFloor) {
+  test::research_store rs;
+  {
+    auto db = store::store::open(rs.db_path(), {.read_only = true});
+    const auto plain = load_campaign(db, rs.f.campaign_id);
+    EXPECT_EQ(html_report(plain, {}).find("attainable"), std::string::npos);
+  }
+  constexpr double floor_ns = 2500;
+  rs.f.db.db()
+      .prepare(
+          "UPDATE evaluations SET timing_json = json_set(coalesce(timing_json, '{}'), "
+          "'$.launch_floor_ns', 2500.0)")
+      .run();
+  auto db = store::store::open(rs.db_path(), {.read_only = true});
+  const auto d = load_campaign(db, rs.f.campaign_id);
+  const auto* best = d.view(rs.best);
+  ASSERT_NE(best, nullptr);
+  ASSERT_TRUE(best->score && best->attainable_score);
+  const auto& full = best->by_stage.at("full");
+  double num = 0, den = 0;
+  bool floor_bound = false;
+  for (const auto& [k, m] : full) {
+    ASSERT_TRUE(m.sol && m.median_ns && m.attainable) << k;
+    const double want = std::max(*m.sol, floor_ns / *m.median_ns);
+    EXPECT_NEAR(*m.attainable, want, 1e-12) << k;
+    EXPECT_GE(*m.attainable, *m.sol) << k;
+    floor_bound = floor_bound || floor_ns > *m.sol * *m.median_ns;
+    const double w = d.weights.count(k) ? d.weights.at(k) : 1.0;
+    num += w * *m.attainable;
+    den += w;
+  }
+  EXPECT_TRUE(floor_bound) << "the test's floor should bind on some workload";
+  EXPECT_NEAR(*best->attainable_score, num / den, 1e-12);
+  EXPECT_GT(*best->attainable_score, *best->score);
+  const std::string html = html_report(d, {});
+  EXPECT_NE(html.find(pct(best->attainable_score) + " attainable"), std::string::npos);
+  EXPECT_NE(html.find("<b>weighted</b>"), std::string::npos);
+  EXPECT_NE(html.find("max(T<sub>SOL</sub>, measured launch floor) / T"), std::string::npos);
+  // The table shows each workload's best available measurement (verify first).
+  for (const auto& [k, m] : best->best_measures())
+    EXPECT_NE(html.find(pct(m.attainable) + " attainable"), std::string::npos) << k;
+}
+
 TEST(HtmlReport, EmptyCampaignRendersPlaceholders) {
   test::fixture f;
   const auto d = load_campaign(f.db, f.campaign_id);

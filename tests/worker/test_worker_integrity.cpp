@@ -441,15 +441,21 @@ TEST_F(WorkerIntegrity, ClockReadsAreRefusedAndAClockBasedSkipIsCaughtWhenAllowe
 }
 
 // The interleaved comparison (A B B A in one loop): both subjects timed,
-// marked interleaved, and a kernel doing twice the memory traffic is slower.
+// marked interleaved, and a kernel with several times the work is slower.
+// The challenger adds a dependent chain of 384 FMAs per element (~0.8 G FMA
+// on m2: ~24 us of FP32 issue on an H200 against ~8 us of memory traffic
+// for the plain kernel, so about 3x): a second read stream was only 1.09x
+// slower (it hits L2), too close to tell the comparison from noise.
 TEST_F(WorkerIntegrity, InterleavedComparisonTimesBothInOneLoop) {
   const json op = snapshot(scale_add_operator());
   const std::string plain = idx + "  if (i < n) out[i] = 2.0f * x[i] + y[i];";
   const std::string twice = idx + R"(
   if (i < n) {
-    volatile float a = x[i];
-    float b = x[(i + n / 2) % n];  // a second read stream, unused
-    out[i] = 2.0f * a + y[i] + (b == 12345.0f ? 1e-30f : 0.0f);
+    const float a = x[i];
+    float c = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < 384; ++k) c = fmaf(c, 0.999f, a);  // work the result depends on
+    out[i] = 2.0f * a + y[i] + (c == 12345.0f ? 1e-30f : 0.0f);
   })";
   json subjects = json::array({{{"role", "incumbent"}, {"candidate", candidate(plain)}},
                                {{"role", "challenger"}, {"candidate", candidate(twice)}}});
@@ -471,13 +477,17 @@ TEST_F(WorkerIntegrity, InterleavedComparisonTimesBothInOneLoop) {
   std::cout << fmt::format(
       "interleaved: incumbent {:.2f} us ({} samples), challenger {:.2f} us ({} samples)\n",
       na / 1e3, sa, nb / 1e3, sb);
-  EXPECT_GT(nb, na * 1.1);
+  EXPECT_GT(nb, na * 1.5);  // ~3x expected; 1.5x leaves room for clocks, never for noise
   EXPECT_NEAR(sa, sb, 0.1 * std::max(sa, sb) + 4);  // A B B A: equal shares
 }
 
 // The launch floor: measured at worker start with the timing clock, in the
 // hello message and with every timing; an empty-bodied kernel is not
-// measured faster than it.
+// measured faster than it. The rule: one floor per device and driver (the
+// first worker measures it, stores it beside the calibration, and every
+// later worker loads it), so the timing of any worker reports exactly the
+// floor of its own hello and of the suite's first hello, even after the
+// restarts that the crashing candidates of the other tests cause.
 TEST_F(WorkerIntegrity, LaunchFloorIsMeasuredAndReported) {
   ASSERT_TRUE(hello_->contains("launch_floor")) << hello_->dump();
   const auto& lf = hello_->at("launch_floor");
@@ -495,7 +505,14 @@ TEST_F(WorkerIntegrity, LaunchFloorIsMeasuredAndReported) {
   const auto& t = rep.results.at("odd").at("tiny");
   ASSERT_EQ(t.status, kopt::protocol::outcome::ok) << t.message;
   ASSERT_TRUE(t.detail.at("timing").contains("launch_floor_ns"));
-  EXPECT_DOUBLE_EQ(t.detail.at("timing").at("launch_floor_ns").get<double>(), floor_ns);
+  const double reported = t.detail.at("timing").at("launch_floor_ns").get<double>();
+  ASSERT_TRUE(rep.launch_floor.is_object() && rep.launch_floor.contains("median_ns"))
+      << rep.launch_floor.dump();
+  std::cout << fmt::format("timing reports {:.0f} ns; its worker's hello {:.0f} ns (cached: {})\n",
+                           reported, rep.launch_floor.at("median_ns").get<double>(),
+                           rep.launch_floor.value("cached", false));
+  EXPECT_DOUBLE_EQ(reported, rep.launch_floor.at("median_ns").get<double>());
+  EXPECT_DOUBLE_EQ(reported, floor_ns);
   EXPECT_GE(t.detail.at("timing").at("median_ns").get<double>(), 0.8 * floor_ns);
 }
 
