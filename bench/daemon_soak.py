@@ -311,6 +311,7 @@ def analyse(d, ids, wall, dm, kills, timed_out, kills_left):
            "max_active_campaigns_seen": dm.max_active, "kills": kills, "kills_not_done": kills_left,
            "timed_out": timed_out,
            "llm_calls": db.execute("SELECT count(*) FROM llm_calls").fetchone()[0],
+           "evaluation_statuses": dict(db.execute("SELECT status, count(*) FROM evaluations GROUP BY status").fetchall()),
            "agent_submissions": db.execute("SELECT status, count(*) FROM agent_submissions GROUP BY status").fetchall(),
            "campaigns": {}}
     for key, cid in ids.items():
@@ -371,6 +372,11 @@ def compare(a, b, dry):
     check("B: kills done as planned", b["kills_not_done"] == 0 and len(
         [k for k in b["kills"] if k["what"].startswith("kill -9")]) >= 3,
         "; ".join("%s at %ss" % (k["what"], k["at_s"]) for k in b["kills"]))
+    # A kill from outside is not the candidate's fault: B must not record
+    # more crashed or timed-out evaluations than A.
+    for st in ("crashed", "timeout"):
+        na, nb = a["evaluation_statuses"].get(st, 0), b["evaluation_statuses"].get(st, 0)
+        check("B: no %s evaluations beyond A's" % st, nb <= na, "A %d, B %d" % (na, nb))
     for k in a["campaigns"]:
         x, y = a["campaigns"][k], b["campaigns"][k]
         check("%s: same winner in A and B (source, plan, parameters)" % k, x["best_key"] == y["best_key"],
@@ -466,6 +472,8 @@ def main():
                                        100 * (r["gpu_busy_fraction"] or 0), r["evaluations_per_gpu_hour"],
                                        r["evaluations_per_busy_gpu_hour"], r["daemon_starts"],
                                        r["max_active_campaigns_seen"], r["llm_calls"]))
+    lines.append("evaluation statuses: A %s; B %s" % (json.dumps(ra["evaluation_statuses"]),
+                                                      json.dumps(rb["evaluation_statuses"])))
     lines.append("kills in B: " + ("; ".join("%s at %s s" % (k["what"], k["at_s"]) for k in rb["kills"]) or "none"))
     lines.append("prompts: %s" % json.dumps(prompts))
     failed = [c for c in checks if not c["ok"] and not c.get("informative")]
