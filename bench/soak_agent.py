@@ -8,7 +8,9 @@ fixed list with `kopt propose`, answering the brief of the agent_brief event
 number of submissions it already made, read from the store, so a restart of
 this script (or of the daemon) neither skips nor repeats a proposal.
 
-Usage: soak_agent.py KOPT DB CAMPAIGN_ID CANDIDATE_DIR LOG [--deadline S]
+Usage: soak_agent.py KOPT DB CAMPAIGN_ID CANDIDATE_DIR LOG [--deadline S] [--think S]
+--think S: seconds the agent "thinks" before each proposal (default 3), an
+LLM-like phase of the campaign that the others' GPU work overlaps.
 CANDIDATE_DIR holds 00.json, 01.json, ... (candidate files as for kopt propose).
 Exit 0 when the campaign is over, 1 on a refused proposal, 2 at the deadline.
 """
@@ -37,7 +39,9 @@ def status(kopt, db, cid):
 
 def main():
     kopt, db, cid, cdir, logf = sys.argv[1:6]
-    deadline = time.time() + (float(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[6] == "--deadline" else 600)
+    opts = dict(zip(sys.argv[6::2], sys.argv[7::2]))
+    deadline = time.time() + float(opts.get("--deadline", 600))
+    think = float(opts.get("--think", 3))
     files = sorted(f for f in os.listdir(cdir) if f.endswith(".json"))
     log = open(logf, "a", buffering=1)
     log.write("agent: %d candidates for campaign %s\n" % (len(files), cid))
@@ -57,6 +61,7 @@ def main():
                 log.write("agent: campaign waits but all %d candidates were proposed\n" % n)
                 time.sleep(1)
                 continue
+            time.sleep(think)
             ev = st.get("last_event") or {}
             bh = (ev.get("data") or {}).get("brief_hash") if ev.get("kind") == "agent_brief" else None
             cmd = [kopt, "--db", db, "propose", str(cid), os.path.join(cdir, files[n]), "--agent", AGENT,
