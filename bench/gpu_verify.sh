@@ -19,9 +19,9 @@
 #   eval         kopt eval configs/examples/rmsnorm.json --json: SOL,
 #                attainable SOL and the measured launch floor
 #   soak         bench/daemon_gpu_soak.sh: four campaigns, run A and run B with kills
+#   main_job     bench/fresh_clone_main_job.sh run: the README's main job
 #   sanitize     the soak's autotune winner with and without --sanitize on one
 #                workload: the time compute-sanitizer costs
-#   main_job     bench/fresh_clone_main_job.sh run: the README's main job
 #   clock_cli    the hook through kopt eval (the events kopt prints)
 #   gpu_tests    the other bundled test_worker_* binaries, while time is left
 # Exit 0 when every step that ran passed.
@@ -72,8 +72,10 @@ export PYTHONUNBUFFERED=1
 cd "$root" || exit 2
 
 failed=0
+declare -A wall
 # step NAME MAX_S CMD...: runs CMD with a timeout of min(MAX_S, what the
-# budget leaves less 25 s for packing); logs to $R/NAME.log.
+# budget leaves less 25 s for packing); stdout to $R/NAME.out, stderr to
+# $R/NAME.err.
 step() {
   local name=$1 max=$2
   shift 2
@@ -84,9 +86,10 @@ step() {
     return 99
   fi
   local s=$(date +%s.%N)
-  timeout -k 5 "$t" "$@" >"$R/$name.log" 2>&1
+  timeout -k 5 "$t" "$@" >"$R/$name.out" 2>"$R/$name.err"
   local rc=$?
   local w=$(python3 -c "print('%.0f' % ($(date +%s.%N) - $s))")
+  wall[$name]=$w
   local verdict=ok
   if [[ $rc == 77 ]]; then
     verdict=SKIPPED  # a GPU test without a device (never with KOPT_REQUIRE_GPU=1)
@@ -112,19 +115,18 @@ say "== gpu_verify $(date -u +%FT%TZ): $(head -1 "$R/env.txt")"
 # clock_lost, forced
 if [[ -x $B/test_worker_clock_lost ]]; then
   step clock_lost 90 env -C /tmp "$B/test_worker_clock_lost"
-  grep -E "first request|restarted|median|OK \]|FAILED|SKIPPED" "$R/clock_lost.log" | head -8 | sed 's/^/    /' | tee -a "$summary"
+  grep -E "first request|restarted|median|OK \]|FAILED|SKIPPED" "$R/clock_lost.out" | head -8 | sed 's/^/    /' | tee -a "$summary"
 else
   say "clock_lost  SKIPPED  test_worker_clock_lost not in the bundle"
 fi
 
 # eval --json: SOL, attainable SOL, launch floor
 step eval 120 "$B/kopt" --db "$R/eval.db" eval configs/examples/rmsnorm.json --json --max-time 0.5
-python3 - "$R/eval.log" <<'PY' | tee -a "$summary"
+python3 - "$R/eval.out" <<'PY' | tee -a "$summary"
 import json, sys
-t = open(sys.argv[1]).read()
 try:
-    j = json.loads(t[t.index("{"):])
-except ValueError:
+    j = json.load(open(sys.argv[1]))
+except (ValueError, OSError):
     print("    eval: no JSON in the output"); sys.exit()
 print("    launch floor: %s" % json.dumps(j.get("launch_floor"))[:200])
 for role, s in j.get("results", {}).items():
@@ -138,7 +140,7 @@ for e in j.get("events", []):
 PY
 
 # the daemon soak
-left=$((deadline - $(date +%s) - 25 - 180))   # keep ~180 s for the sanitizer and the main job
+left=$((deadline - $(date +%s) - 25 - 180))   # keep ~180 s for the main job and the sanitizer
 rt=$(( (left - 30) / 2 )); [[ $rt -gt 150 ]] && rt=150
 if [[ $rt -ge 40 ]]; then
   step soak $((2 * rt + 40)) bash bench/daemon_gpu_soak.sh "$R/soak" "$B" --run-timeout "$rt" --kills 4 \
@@ -146,6 +148,14 @@ if [[ $rt -ge 40 ]]; then
   sed 's/^/    /' "$R/soak/summary.txt" 2>/dev/null | tee -a "$summary"
 else
   say "soak        SKIPPED  not run: out of time"
+fi
+
+# the README's main job from a fresh clone
+if [[ -n $fresh && -f $fresh/clone.tgz ]]; then
+  step main_job 240 bash bench/fresh_clone_main_job.sh run "$fresh" "$R/main_job"
+  sed 's/^/    /' "$R/main_job/main_job.txt" 2>/dev/null | tee -a "$summary"
+else
+  say "main_job    SKIPPED  no fresh-clone package given"
 fi
 
 # compute-sanitizer on a finalist: the soak's autotune winner (else the seed)
@@ -175,34 +185,26 @@ PY
 sed 's/^/    /' "$R/finalist.txt" | tee -a "$summary"
 step san_off 60 "$B/kopt" --db "$R/san.db" eval configs/examples/rmsnorm.json --candidate "$fin" --workloads t1_h4096 --json --no-store
 step sanitize 150 "$B/kopt" --db "$R/san.db" eval configs/examples/rmsnorm.json --candidate "$fin" --workloads t1_h4096 --json --no-store --sanitize
-python3 - "$R/sanitize.log" <<'PY' | tee -a "$summary"
+python3 - "$R/sanitize.out" <<'PY' | tee -a "$summary"
 import json, sys
-t = open(sys.argv[1]).read()
 try:
-    j = json.loads(t[t.index("{"):])
+    j = json.load(open(sys.argv[1]))
     print("    sanitize: %s" % json.dumps(j.get("sanitize"))[:600])
-except ValueError:
+except (ValueError, OSError):
     print("    sanitize: no JSON in the output")
 PY
-
-# the README's main job from a fresh clone
-if [[ -n $fresh && -f $fresh/clone.tgz ]]; then
-  step main_job 240 bash bench/fresh_clone_main_job.sh run "$fresh" "$R/main_job"
-  sed 's/^/    /' "$R/main_job/main_job.txt" 2>/dev/null | tee -a "$summary"
-else
-  say "main_job    SKIPPED  no fresh-clone package given"
-fi
+[[ -n ${wall[sanitize]:-} && -n ${wall[san_off]:-} ]] &&
+  say "    compute-sanitizer cost: $((wall[sanitize] - wall[san_off])) s (${wall[sanitize]} s with --sanitize, ${wall[san_off]} s without, one workload)"
 
 # the hook through kopt eval: the restart as kopt reports it
 rm -f /tmp/kopt_clock_lost_cli
 step clock_cli 60 env KOPT_WORKER_TEST_DROP_ACTIVITY_RECORDS=/tmp/kopt_clock_lost_cli \
   "$B/kopt" --db "$R/clock.db" eval configs/examples/rmsnorm.json --workloads t16_h4096 t2048_h4096 --json --no-store --max-time 0.3
-python3 - "$R/clock_cli.log" <<'PY' | tee -a "$summary"
+python3 - "$R/clock_cli.out" <<'PY' | tee -a "$summary"
 import json, sys
-t = open(sys.argv[1]).read()
 try:
-    j = json.loads(t[t.index("{"):])
-except ValueError:
+    j = json.load(open(sys.argv[1]))
+except (ValueError, OSError):
     print("    clock_cli: no JSON in the output"); sys.exit()
 for e in j.get("events", []):
     print("    event: %s" % e[:220])
@@ -216,7 +218,7 @@ for t in "$B"/test_worker_*; do
   n=$(basename "$t")
   [[ $n == test_worker_clock_lost ]] && continue
   step "$n" 150 env -C /tmp "$t"
-  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|SKIPPED" "$R/$n.log" 2>/dev/null | head -8 | sed 's/^/    /' | tee -a "$summary"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|SKIPPED" "$R/$n.out" 2>/dev/null | head -8 | sed 's/^/    /' | tee -a "$summary"
 done
 
 say "== $(( $(date +%s) - T0 )) s in all; $failed step(s) failed"
