@@ -80,6 +80,11 @@ if [[ $mode == run ]]; then
   out=${3:?OUT}
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
+  # Never over a prepared build (run mode replaces the clone with the package).
+  if [[ -f $clone/build/CMakeCache.txt ]]; then
+    echo "$clone holds a build tree (prepare ran here): not replacing it" >&2
+    exit 2
+  fi
   rm -rf "$clone"
   mkdir -p "$clone/build/bin"
   tar xzf "$pkg/clone.tgz" -C "$clone" || exit 1
