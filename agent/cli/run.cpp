@@ -94,6 +94,13 @@ void register_run(CLI::App& app, context& ctx, exit_status& status) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json_out, "print the result as JSON on stdout (progress goes to stderr)");
   add_eval_options(*cmd, o->run);
+  // Read by the callback (counters tier of the campaign's evaluator); it was
+  // never registered, so every `kopt run` ended in "internal error:
+  // --counters not found" (found by the fresh-clone main job, issue 24).
+  cmd->add_option("--counters", o->run.counters,
+                  "counters tier of the full sweep and the winner's verification: none, default, full "
+                  "(docs/counters.md; default: default)")
+      ->check(CLI::IsMember({"none", "default", "full"}));
   cmd->footer(R"(Examples:
   kopt run configs/examples/rmsnorm.json --export out/rmsnorm
   kopt run configs/examples/rmsnorm.json --provider openai --llm-config llm.json --max-iterations 5

@@ -1,10 +1,13 @@
 // The timing loop (CUPTI Activity spans delimited by the L2-flush kernel,
 // batches, warm-up, low-clock discard, the check of a timed sample) and the
 // worker's bandwidth/tensor-rate calibration.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -28,6 +31,27 @@ namespace {
 std::size_t subject_of(std::uint64_t i, std::size_t n) {
   if (n == 2) return static_cast<std::size_t>(((i + 1) / 2) % 2);
   return static_cast<std::size_t>(i % n);
+}
+
+// TEST ONLY: KOPT_WORKER_TEST_DROP_ACTIVITY_RECORDS=PATH makes the first
+// worker process that creates PATH (O_EXCL) discard every kernel record its
+// timing batches collect, as CUPTI did in the rare loss seen on the H200,
+// whose cause is unknown and which cannot be provoked otherwise; later
+// workers find PATH there and measure normally. It exists so the
+// clock_lost restart path (docs/worker-protocol.md, "Fatal outcomes") can
+// be run on a GPU (tests/worker/test_worker_clock_lost.cpp,
+// bench/gpu_verify.sh). The KOPT_WORKER_ prefix lets it through kopt's
+// scrubbed worker environment; nothing sets it outside tests.
+bool drop_activity_records_for_test() {
+  static const bool drop = [] {
+    const char* p = std::getenv("KOPT_WORKER_TEST_DROP_ACTIVITY_RECORDS");
+    if (p == nullptr || *p == '\0') return false;
+    const int fd = ::open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return false;  // another worker was the one (or PATH is unusable)
+    ::close(fd);
+    return true;
+  }();
+  return drop;
 }
 
 }  // namespace
@@ -123,6 +147,7 @@ std::vector<evaluator::impl::timing_out> evaluator::impl::time_subjects(
   // sample (last end - first start, over all its kernels and streams).
   auto harvest = [&]() -> std::vector<double> {
     auto recs = activity_timer::instance().collect();
+    if (drop_activity_records_for_test()) recs.clear();
     std::sort(recs.begin(), recs.end(),
               [](const auto& x, const auto& y) { return x.start_ns < y.start_ns; });
     std::vector<double> out;

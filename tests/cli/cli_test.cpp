@@ -392,3 +392,18 @@ TEST_F(Cli, PromptRenderTakesAStoredCandidateAsTheParent) {
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("no candidate 99"), std::string::npos) << r.err;
 }
+
+// The README's main job without a GPU: compile checks, the campaign kept,
+// exit 5 (it ended in an internal error, exit 10, while `kopt run` read an
+// option it never registered).
+TEST_F(Cli, RunTheExampleWithoutAGpuExitsFive) {
+  REQUIRE_EXAMPLE("rmsnorm.json");
+  auto r = kopt({"--db", db(), "run", example("rmsnorm.json").string()});
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present: this test covers the no-GPU path";
+  if (r.code == 2) GTEST_SKIP() << "kopt was built without the worker part";
+  EXPECT_EQ(r.code, 5) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  r = kopt({"--db", db(), "run", example("rmsnorm.json").string(), "--counters", "bogus"});
+  EXPECT_EQ(r.code, 2) << r.err;  // a usage error, named
+  EXPECT_NE(r.err.find("--counters"), std::string::npos) << r.err;
+}
