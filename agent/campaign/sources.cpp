@@ -212,9 +212,13 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
 llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::optional<prompt_setup> setup,
                        llm::diversity_options diversity)
     : max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {
-  own_router_ = std::make_unique<llm::router>(
-      std::vector<llm::router::arm>{{client.backend().name(), &client, 1.0, std::nullopt, 0,
-                                     client.backend().answers_per_call()}});
+  // The label a one-model campaign's calls and notes carry: "provider/model",
+  // as llm.models names an entry without a name, so that reports count a
+  // model under one label whether or not it came through llm.models.
+  const std::string& model = client.backend().model();
+  std::string label = client.backend().name() + (model.empty() ? "" : "/" + model);
+  own_router_ = std::make_unique<llm::router>(std::vector<llm::router::arm>{
+      {std::move(label), &client, 1.0, std::nullopt, 0, client.backend().answers_per_call()}});
   router_ = own_router_.get();
 }
 

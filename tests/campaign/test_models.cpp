@@ -261,7 +261,7 @@ TEST(LlmSource, TheKCallsDifferAndEachRecordsWhatItShowed) {
     const json& m = rec.meta;
     EXPECT_EQ(m["iteration"], 3);
     EXPECT_EQ(m["calls"], 4);
-    EXPECT_EQ(m["model"], "fake");
+    EXPECT_EQ(m["model"], "fake/m");  // provider/model, as llm.models labels it
     const auto call = m["call"].get<std::size_t>();
     if (call == 0) {
       EXPECT_TRUE(m["hint"].is_null());  // call 0: the iteration's own prompt
@@ -283,7 +283,7 @@ TEST(LlmSource, TheKCallsDifferAndEachRecordsWhatItShowed) {
   }
   EXPECT_EQ(hints.size(), 3u);
   EXPECT_GT(dropped_any, 0);
-  for (const auto& p : a.proposals) EXPECT_EQ(p.note.rfind("fake call ", 0), 0u) << p.note;
+  for (const auto& p : a.proposals) EXPECT_EQ(p.note.rfind("fake/m call ", 0), 0u) << p.note;
   // The same iteration plans the same calls (a resumed iteration).
   fleet g;
   g.add("m", 0.01);
