@@ -149,6 +149,8 @@ struct multi_model_campaign {
   store::row_id id = 0;
   std::unique_ptr<campaign::session> session;
 
+  campaign::session_options so;
+
   explicit multi_model_campaign(const json& section)
       : db(store::store::open(dir.path() / "kopt.db")) {
     setenv("KOPT_TEST_KEY", "sk-test-not-a-key", 1);
@@ -168,13 +170,17 @@ struct multi_model_campaign {
     rec.settings = campaign::campaign_settings_json(op.campaign);
     rec.budget.iterations = 14;
     id = db.create_campaign(rec);
-    campaign::session_options so;
     so.llm_section = section;
+    new_session();
+  }
+  // A new session on the stored campaign, as the daemon builds one per step.
+  void new_session() {
     const campaign::evaluator_factory fake = [](const config::operator_config&,
                                                 const campaign::evaluator_spec&) {
       return std::unique_ptr<campaign::evaluator>(
           std::make_unique<campaign::fake_evaluator>(default_model()));
     };
+    session.reset();
     session = std::make_unique<campaign::session>(db, id, op, so, fake);
   }
   // Iteration number -> the labels of its calls (meta.model).
@@ -408,4 +414,55 @@ TEST(MultiModelCampaign, PricedLikeTheMidModelTheStrongOneGetsTheCalls) {
   }
   EXPECT_GE(count["strong"], 5) << trajectory;
   EXPECT_LE(count["mid"], 1) << trajectory;
+}
+
+// The daemon builds a new session for every step of a campaign, `kopt run`
+// one per invocation: the router must start from what the store says the
+// earlier ones learnt. A campaign run in two sessions, split after
+// iteration 7 (fake-mid has stalled twice: the next iteration escalates),
+// calls the same models in every iteration as one run straight through.
+TEST(MultiModelCampaign, ANewSessionResumesTheRoutersStatisticsAndEscalation) {
+  std::map<std::int64_t, std::vector<std::string>> straight, split;
+  std::vector<llm::arm_stats> straight_stats;
+  {
+    model_server srv;
+    multi_model_campaign mc(llm_section(srv.port()));
+    ASSERT_TRUE(mc.session->run({}).finished);
+    straight = mc.labels_per_iteration();
+    straight_stats = dynamic_cast<campaign::llm_source&>(mc.session->source()).models().stats();
+  }
+  model_server srv;
+  multi_model_campaign mc(llm_section(srv.port()));
+  campaign::run_limits first;
+  first.max_iterations = 7;
+  const auto r1 = mc.session->run({}, first);
+  EXPECT_FALSE(r1.finished);
+  EXPECT_EQ(r1.iterations_run, 7);
+  mc.new_session();
+  auto& models = dynamic_cast<campaign::llm_source&>(mc.session->source()).models();
+  // Restored before any call of the new session.
+  EXPECT_EQ(models.escalation_level(), 1);
+  std::int64_t restored_calls = 0;
+  for (const auto& st : models.stats()) restored_calls += st.calls;
+  EXPECT_EQ(restored_calls, static_cast<std::int64_t>(mc.db.llm_calls_of(mc.id).size()));
+  ASSERT_TRUE(mc.session->run({}).finished);
+  split = mc.labels_per_iteration();
+  auto show = [](const std::map<std::int64_t, std::vector<std::string>>& m) {
+    std::string out;
+    for (const auto& [n, ls] : m) out += fmt::format("{}: {}\n", n, fmt::join(ls, " "));
+    return out;
+  };
+  // The K calls of an iteration run in parallel and are stored as they end:
+  // compare each iteration's models as a sorted list.
+  for (auto* m : {&straight, &split})
+    for (auto& [n, ls] : *m) std::sort(ls.begin(), ls.end());
+  EXPECT_EQ(straight, split) << "straight:\n" << show(straight) << "split:\n" << show(split);
+  const auto split_stats = models.stats();
+  ASSERT_EQ(split_stats.size(), straight_stats.size());
+  for (std::size_t i = 0; i < split_stats.size(); ++i) {
+    EXPECT_EQ(split_stats[i].calls, straight_stats[i].calls) << split_stats[i].label;
+    EXPECT_EQ(split_stats[i].promotions, straight_stats[i].promotions) << split_stats[i].label;
+    EXPECT_NEAR(split_stats[i].gain, straight_stats[i].gain, 1e-9) << split_stats[i].label;
+    EXPECT_NEAR(split_stats[i].cost_usd, straight_stats[i].cost_usd, 1e-9) << split_stats[i].label;
+  }
 }
