@@ -38,14 +38,16 @@ constexpr int mid_ideas = 8;  // fake-mid's calls that still improve its parent
 struct served {
   std::string model;
   double parent_speed = 0;
+  int markers = 0;  // "// speed" markers in the prompt
   double speed = 0;
   std::string tag;
 };
 
 // Answers request N for model M with a kernel "// speed X // M answer N",
-// X = the parent's speed (the last "// speed" marker in the prompt: the
-// templates put the parent kernel after the knowledge and the history)
-// times the model's factor.
+// X = the parent's speed times the model's factor. The parent's speed is
+// the last "// speed" marker in the prompt: the parent kernel is the only
+// source with one (snippets, history and the answer format carry none),
+// and the test checks that every prompt had exactly one.
 class model_server {
  public:
   model_server() {
@@ -61,6 +63,9 @@ class model_server {
         if (m.value("role", "") == "user") user = m.value("content", "");
       served s;
       s.model = model;
+      for (auto at = user.find("// speed "); at != std::string::npos;
+           at = user.find("// speed ", at + 1))
+        ++s.markers;
       const auto p = user.rfind("// speed ");
       s.parent_speed = p == std::string::npos ? 0 : std::stod(user.substr(p + 9));
       std::string marker;
@@ -218,7 +223,10 @@ TEST(MultiModelCampaign, BanditEscalationAndPerModelRecordsThroughTheSession) {
   EXPECT_GE(progressed.size(), 10u);
 
   const auto answers = srv.served_answers();
-  for (const auto& a : answers) EXPECT_GT(a.parent_speed, 0) << "no parent kernel in the prompt";
+  for (const auto& a : answers) {
+    EXPECT_GT(a.parent_speed, 0) << "no parent kernel in the prompt";
+    EXPECT_EQ(a.markers, 1) << "the parent is not the only kernel with a speed marker";
+  }
 
   // --- each call and candidate stored with its model -------------------------------
   const auto calls = db.llm_calls_of(id);
