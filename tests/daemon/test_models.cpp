@@ -396,6 +396,18 @@ TEST(MultiModelCampaign, BanditEscalationAndPerModelRecordsThroughTheSession) {
   const json rj = json::parse(out);
   EXPECT_EQ(rj.at("models"), report::attribution_json(d).at("models"));
   EXPECT_FALSE(rj.at("hints").empty());
+  // `kopt log --json`: the models each iteration called.
+  auto [lrc, log] =
+      run_kopt({"--db", (dir.path() / "kopt.db").string(), "log", std::to_string(id), "--json"},
+               dir.path(), "log");
+  ASSERT_EQ(lrc, 0) << slurp(dir.path() / "log.err");
+  for (const auto& it : json::parse(log).at("iterations")) {
+    const auto n = it.value("number", std::int64_t{0});
+    if (n == 0) continue;
+    std::map<std::string, int> expected;
+    for (const auto& l : labels_of_iteration[n]) ++expected[l];
+    EXPECT_EQ(it.at("models"), json(expected)) << "iteration " << n;
+  }
   auto [trc, text] =
       run_kopt({"--db", (dir.path() / "kopt.db").string(), "report", std::to_string(id)},
                dir.path(), "report-text");

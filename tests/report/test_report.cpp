@@ -171,6 +171,8 @@ TEST_F(Report, LogAndLineageJson) {
   ASSERT_EQ(log.size(), d.iterations.size());
   EXPECT_EQ(log[1]["outcomes"]["compile_error"], 1);
   EXPECT_EQ(log[1]["llm_calls"], 1);
+  EXPECT_EQ(log[1]["models"], json({{"openai/test-model", 1}}));
+  EXPECT_EQ(log[0]["models"], json::object());  // set-up: no call
   EXPECT_GT(log[1]["dropout"]["kept"].get<int>() + log[1]["dropout"]["dropped"].get<int>(), 0);
   const json lin = lineage_json(d);
   EXPECT_EQ(lin["nodes"].size(), d.candidates.size());
