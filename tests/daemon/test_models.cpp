@@ -10,11 +10,15 @@
 // to the model with the best gain per dollar, not to the strongest), that
 // stagnation escalates to the strong model and a gain brings the campaign
 // back, and that `kopt report` breaks the results down per model the way
-// the router counted them.
+// the router counted them. A control prices the strong model like the mid
+// one; a campaign split over many sessions (as the daemon's steps) makes
+// the same choices as one run straight through; and a real `kopt daemon`
+// interleaving two campaigns keeps each one's router across its steps.
 #include <fmt/format.h>
 #include <httplib.h>
 
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -465,7 +469,15 @@ TEST(MultiModelCampaign, ANewSessionResumesTheRoutersStatisticsAndEscalation) {
   std::int64_t restored_calls = 0;
   for (const auto& st : models.stats()) restored_calls += st.calls;
   EXPECT_EQ(restored_calls, static_cast<std::int64_t>(mc.db.llm_calls_of(mc.id).size()));
-  ASSERT_TRUE(mc.session->run({}).finished);
+  // Then one session per iteration, as the daemon's steps when campaigns
+  // take turns.
+  campaign::run_limits one;
+  one.max_iterations = 1;
+  for (int step = 0; step < 20; ++step) {
+    if (mc.session->run({}, one).finished) break;
+    mc.new_session();
+  }
+  EXPECT_EQ(mc.db.find_campaign(mc.id)->state, store::campaign_state::done);
   split = mc.labels_per_iteration();
   auto show = [](const std::map<std::int64_t, std::vector<std::string>>& m) {
     std::string out;
@@ -477,7 +489,8 @@ TEST(MultiModelCampaign, ANewSessionResumesTheRoutersStatisticsAndEscalation) {
   for (auto* m : {&straight, &split})
     for (auto& [n, ls] : *m) std::sort(ls.begin(), ls.end());
   EXPECT_EQ(straight, split) << "straight:\n" << show(straight) << "split:\n" << show(split);
-  const auto split_stats = models.stats();
+  const auto split_stats =
+      dynamic_cast<campaign::llm_source&>(mc.session->source()).models().stats();
   ASSERT_EQ(split_stats.size(), straight_stats.size());
   for (std::size_t i = 0; i < split_stats.size(); ++i) {
     EXPECT_EQ(split_stats[i].calls, straight_stats[i].calls) << split_stats[i].label;
@@ -485,4 +498,111 @@ TEST(MultiModelCampaign, ANewSessionResumesTheRoutersStatisticsAndEscalation) {
     EXPECT_NEAR(split_stats[i].gain, straight_stats[i].gain, 1e-9) << split_stats[i].label;
     EXPECT_NEAR(split_stats[i].cost_usd, straight_stats[i].cost_usd, 1e-9) << split_stats[i].label;
   }
+}
+
+// The same models under a real `kopt daemon` with its fake evaluator (its
+// own timing model: gains are not the server's factors), two campaigns and
+// one active at a time: every iteration of one is a step that yields to the
+// other, so each step builds a new session. The routers keep what they
+// learnt: the cheap model is called once per campaign, when untried, and
+// an escalation after two iterations without gain holds across steps.
+TEST(MultiModelDaemon, InterleavedCampaignsKeepTheirRoutersAcrossSteps) {
+  model_server srv;
+  temp_dir dir;
+  json cfg = {{"evaluator", "fake"},
+              {"gpus", 1},
+              {"fake", {{"delay_ms", 0}}},
+              // One campaign at a time: a step yields after each
+              // iteration to the other, waiting one.
+              {"limits", {{"min_step_s", 0}, {"max_active_campaigns", 1}}},
+              {"providers", {{"openai", llm_section(srv.port())}}}};
+  daemon_process d(dir.path(), cfg);
+  fs::create_directories(d.state());
+  std::vector<store::row_id> ids;
+  for (const std::string name : {"vadd_a", "vadd_b"}) {
+    json op = campaign_operator(name, 8);
+    op["seed"] = kernel("seed", "// speed 1.0");
+    op["campaign"]["provider"] = "openai";
+    op["campaign"]["model"] = "fake-mid";
+    op["campaign"]["candidates_per_iteration"] = 2;
+    const auto file = dir.path() / (name + ".json");
+    spit(file, op.dump(2));
+    auto [rc, out] =
+        run_kopt({"--db", d.db_path().string(), "submit", file.string()}, dir.path(), name);
+    ASSERT_EQ(rc, 0) << slurp(dir.path() / (name + ".err"));
+    ids.push_back(std::stoll(out));
+  }
+  d.spawn({"KOPT_TEST_KEY=sk-test-not-a-key"});
+  d.wait_ready();
+  ASSERT_TRUE(eventually(
+      [&] { return d.campaign_state(ids[0]) == "done" && d.campaign_state(ids[1]) == "done"; },
+      180s))
+      << d.log();
+  auto db = d.reader();
+  // The steps interleaved: each campaign ran iterations while the other
+  // had unfinished ones.
+  auto span = [&](store::row_id id) {
+    std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
+    for (const auto& it : db.iterations_of(id)) {
+      if (it.number == 0) continue;
+      first = std::min(first, it.started_at);
+      last = std::max(last, it.finished_at.value_or(0));
+    }
+    return std::pair{first, last};
+  };
+  const auto a = span(ids[0]), b = span(ids[1]);
+  EXPECT_TRUE(a.first < b.second && b.first < a.second) << "the campaigns did not interleave";
+  for (const auto id : ids) {
+    std::map<std::string, int> per_label;
+    std::map<store::row_id, std::int64_t> number;
+    std::map<std::int64_t, std::string> strategy;
+    std::map<std::int64_t, std::vector<std::string>> labels;
+    std::map<std::int64_t, std::string> calls_of;  // printed with a failure
+    for (const auto& it : db.iterations_of(id)) {
+      number[it.id] = it.number;
+      strategy[it.number] = it.strategy;
+      calls_of[it.number] = it.strategy + ":";
+    }
+    for (const auto& c : db.llm_calls_of(id)) {
+      const std::string label = c.request.at("meta").value("model", "");
+      ++per_label[label];
+      const auto n = number[c.iteration_id.value_or(0)];
+      labels[n].push_back(label);
+      calls_of[n] += " " + label;
+    }
+    std::set<std::int64_t> promoted;
+    for (const auto& e : db.events_of(id)) {
+      if (e.kind != "promoted") continue;
+      promoted.insert(e.data.value("iteration", std::int64_t{0}));
+      calls_of[e.data.value("iteration", std::int64_t{0})] += " -> promoted";
+    }
+    std::string trajectory;
+    for (const auto& [n, ls] : calls_of) trajectory += fmt::format("{}:{}\n", n, ls);
+    SCOPED_TRACE(trajectory);
+    EXPECT_EQ(per_label["mid"] + per_label["strong"] + per_label["cheap"], 16);
+    // Explored once, when untried; a router rebuilt empty at every step
+    // would try it again at each of them.
+    EXPECT_EQ(per_label["cheap"], 1) << "the cheap model was explored again";
+    // Escalation outlives the steps: after two iterations without a
+    // promotion (two steps), only the strong model is called, although the
+    // loop itself did not escalate to a restart or a new algorithm.
+    int escalated = 0;
+    for (std::int64_t n = 3; n <= 8; ++n) {
+      const bool stalled_loop = strategy[n] == "restart_elite" || strategy[n] == "new_algorithm";
+      if (promoted.count(n - 1) || promoted.count(n - 2) || stalled_loop) continue;
+      EXPECT_EQ(labels[n], (std::vector<std::string>{"strong", "strong"})) << "iteration " << n;
+      ++escalated;
+    }
+    EXPECT_GE(escalated, 1) << "no two iterations in a row without a promotion";
+  }
+  // The progress hook runs for every iteration, also for those after which
+  // the step yielded (the loop reports progress before its after_iteration
+  // hook, where the daemon yields): the daemon logs each one.
+  const std::string log = d.log();
+  for (const auto id : ids)
+    for (int n = 1; n <= 8; ++n)
+      EXPECT_NE(log.find(fmt::format("campaign {}: iteration {} best", id, n)), std::string::npos)
+          << "campaign " << id << " iteration " << n;
+  d.signal(SIGTERM);
+  EXPECT_TRUE(d.wait_exit(30s).has_value());
 }
