@@ -308,7 +308,12 @@ TEST(LlmSource, HintsAloneKeepTheSharedPrefix) {
   (void)src.propose(context(5, 3));
   const auto& reqs = f.models[0]->requests;
   ASSERT_EQ(reqs.size(), 3u);
-  const std::string& base = reqs[0].messages[0].content;
+  // The calls run in parallel: call 1 (no hint) is not necessarily the
+  // first request the model saw.
+  std::string base;
+  for (const auto& r : reqs)
+    if (r.meta.value("call", -1) == 0) base = r.messages[0].content;
+  ASSERT_FALSE(base.empty());
   for (const auto& r : reqs) {
     const std::string& p = r.messages[0].content;
     EXPECT_EQ(p.substr(0, base.size()), base) << "a hint only appends";
