@@ -684,7 +684,9 @@ void campaign_loop::iterate(std::int64_t n) {
   event("loop_state", fmt::format("iteration {} done", n), st_.to_json(), "debug");
   db_.finish_iteration(it_id, "done", note);
   tx.commit();
-  hook("after_iteration", n);
+  // Progress first: the iteration is stored, and a caller whose hook ends
+  // the step here (the daemon yields at after_iteration) must still see it;
+  // the model router learns from it (model_feedback).
   if (hooks_.on_progress) {
     const auto c = db_.find_campaign(campaign_id_);
     progress pr;
@@ -700,6 +702,7 @@ void campaign_loop::iterate(std::int64_t n) {
     pr.promoted = promoted;
     hooks_.on_progress(pr);
   }
+  hook("after_iteration", n);
 }
 
 std::optional<std::string> campaign_loop::stop_reason() {

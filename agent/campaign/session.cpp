@@ -248,8 +248,10 @@ session::session(store::store& db, store::row_id campaign_id, const config::oper
   if (rc.models.size() > 1) {
     router_ =
         llm::router::from_config(rc, llm::client_options{budget_.get(), recorder_.get(), {}, 4});
-    source_ = std::make_unique<llm_source>(*router_, rc.models.front().cfg.max_tokens,
-                                           prompts_->setup(), rc.diversity);
+    auto src = std::make_unique<llm_source>(*router_, rc.models.front().cfg.max_tokens,
+                                            prompts_->setup(), rc.diversity);
+    src->restore(db_, camp_.id);  // what earlier steps and runs of this campaign learnt
+    source_ = std::move(src);
     return;
   }
   const llm::provider_config pc = rc.models.front().cfg;

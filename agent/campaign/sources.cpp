@@ -212,9 +212,13 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
 llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::optional<prompt_setup> setup,
                        llm::diversity_options diversity)
     : max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {
-  own_router_ = std::make_unique<llm::router>(
-      std::vector<llm::router::arm>{{client.backend().name(), &client, 1.0, std::nullopt, 0,
-                                     client.backend().answers_per_call()}});
+  // The label a one-model campaign's calls and notes carry: "provider/model",
+  // as llm.models names an entry without a name, so that reports count a
+  // model under one label whether or not it came through llm.models.
+  const std::string& model = client.backend().model();
+  std::string label = client.backend().name() + (model.empty() ? "" : "/" + model);
+  own_router_ = std::make_unique<llm::router>(std::vector<llm::router::arm>{
+      {std::move(label), &client, 1.0, std::nullopt, 0, client.backend().answers_per_call()}});
   router_ = own_router_.get();
 }
 
@@ -348,7 +352,62 @@ void llm_source::observe(std::int64_t iteration, const std::optional<std::string
   router_->end_iteration(promoted_source ? gain : 0.0);
 }
 
-std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id, llm_source& src) {
+void llm_source::restore(store::store& db, store::row_id campaign_id) {
+  std::map<std::string, std::size_t> arm_of_label;
+  for (std::size_t i = 0; i < router_->size(); ++i) arm_of_label[router_->label(i)] = i;
+  std::map<store::row_id, std::int64_t> proposals_of_call;
+  std::map<store::row_id, std::optional<store::row_id>> call_of_candidate;
+  for (const auto& c : db.candidates_of(campaign_id)) {
+    call_of_candidate[c.id] = c.llm_call_id;
+    if (c.llm_call_id) ++proposals_of_call[*c.llm_call_id];
+  }
+  std::map<store::row_id, std::size_t> arm_of_call;
+  for (const auto& call : db.llm_calls_of(campaign_id)) {
+    const json meta =
+        call.request.is_object() ? call.request.value("meta", json::object()) : json::object();
+    const std::string label = meta.is_object() ? meta.value("model", std::string()) : std::string();
+    const auto arm = arm_of_label.find(label);
+    if (arm == arm_of_label.end()) continue;  // a model no longer configured
+    arm_of_call[call.id] = arm->second;
+    llm::completion c;
+    // What record_call needs: failed or not, and whether it was sent at all
+    // (store_status maps refusals to "refused").
+    c.status = call.status == "ok"        ? llm::call_status::ok
+               : call.status == "refused" ? llm::call_status::disabled
+                                          : llm::call_status::transient;
+    c.tokens.prompt = call.prompt_tokens;
+    c.tokens.completion = call.completion_tokens;
+    c.cost_usd = call.cost_usd;
+    router_->record_call(arm->second, c, proposals_of_call[call.id]);
+  }
+  std::map<std::int64_t, std::pair<double, std::optional<std::size_t>>> promoted;  // by iteration
+  for (const auto& e : db.events_of(campaign_id)) {
+    if (e.kind != "promoted" || !e.data.is_object()) continue;
+    const json decision = e.data.value("decision", json::object());
+    std::optional<std::size_t> arm;
+    if (const auto ch = call_of_candidate.find(e.data.value("challenger", store::row_id{0}));
+        ch != call_of_candidate.end() && ch->second) {
+      if (const auto a = arm_of_call.find(*ch->second); a != arm_of_call.end()) arm = a->second;
+    }
+    promoted[e.data.value("iteration", std::int64_t{-1})] = {
+        decision.is_object() ? decision.value("gain", 0.0) : 0.0, arm};
+  }
+  std::vector<std::int64_t> finished;
+  for (const auto& it : db.iterations_of(campaign_id))
+    if (it.number > 0 && it.status == "done") finished.push_back(it.number);
+  std::sort(finished.begin(), finished.end());
+  std::lock_guard lock(mu_);
+  for (const std::int64_t n : finished) {
+    if (!observed_.insert(n).second) continue;
+    const auto p = promoted.find(n);
+    if (p != promoted.end() && p->second.second)
+      router_->record_gain(*p->second.second, p->second.first);
+    router_->end_iteration(p != promoted.end() ? p->second.first : 0.0, /*log=*/false);
+  }
+}
+
+std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id,
+                                                    llm_source& src) {
   return [&db, campaign_id, &src](const progress& p) {
     std::optional<std::string> promoted;
     double gain = 0;

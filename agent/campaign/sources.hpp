@@ -90,6 +90,14 @@ class llm_source final : public candidate_source {
   // ended, with `gain` (0 without promotion) and, when a candidate was
   // promoted, its kernel source (matched against what each model proposed).
   void observe(std::int64_t iteration, const std::optional<std::string>& promoted_source, double gain);
+  // What the router learnt in earlier sessions of this campaign, from the
+  // store: each recorded call (by its meta.model label) with its cost and
+  // candidates, each promotion credited to the model whose call proposed
+  // the winner, and the escalation replayed over the finished iterations.
+  // The daemon builds a new session for every step of a campaign and `kopt
+  // run` one per invocation; without this the bandit would explore afresh
+  // (calling every model again) and forget a stall at each of them.
+  void restore(store::store& db, store::row_id campaign_id);
   llm::router& models() noexcept { return *router_; }
 
  private:

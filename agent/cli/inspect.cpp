@@ -462,7 +462,7 @@ json log_json_of(const store::campaign_record& c, const std::vector<store::itera
       j["best_full_candidate_id"] = e["best_candidate_id"];
       j["best_sol_fraction"] = e["best_sol_fraction"];
       for (const char* k : {"incumbent_id", "incumbent_sol_fraction", "promoted", "gain", "dropout",
-                            "escalations", "elapsed_s", "tokens", "cost_usd"})
+                            "escalations", "elapsed_s", "tokens", "cost_usd", "models"})
         j[k] = e[k];
     }
     arr.push_back(std::move(j));

@@ -1,5 +1,6 @@
 // Researcher commands: `kopt diff`, `kopt lineage`, `kopt export`,
-// `kopt import flashinfer-trace`, `kopt report` and `kopt trace`. They read
+// `kopt import flashinfer-trace`, `kopt report` (HTML, and results per
+// model, hint and technique) and `kopt trace`. They read
 // the store (read-only, one snapshot) through kopt::report, which also
 // extends `kopt log` and `kopt show candidate` (inspect.cpp). Data goes to
 // stdout or the -o file, messages to stderr.
@@ -18,6 +19,7 @@
 #include "report/data.hpp"
 #include "report/exchange.hpp"
 #include "report/html.hpp"
+#include "report/models.hpp"
 #include "report/trace.hpp"
 #include "report/views.hpp"
 
@@ -347,22 +349,111 @@ struct file_options {
   std::string output;
 };
 
+struct report_options {
+  std::int64_t campaign = 0;
+  std::string output;
+  bool json = false;
+};
+
+std::string usd(double v) {
+  return "$" + fmt_double(v, 3);
+}
+std::string percent(double v) {
+  return fmt_double(100 * v, 1) + " %";
+}
+
+// The text form of `kopt report`: results per model, per strategy hint and
+// per dropout item, from the same JSON that --json prints.
+void print_attribution(const json& j) {
+  auto rows = [](const json& list, const char* first, bool with_model) {
+    std::vector<std::string> head{first};
+    if (with_model) head.push_back("PROVIDER/MODEL");
+    for (const char* h : {"CALLS", "FAILED", "TOKENS", "COST", "CANDS", "CORRECT", "FASTER", "WINS",
+                          "GAIN", "BEST GAIN", "GAIN/$", "BEST SOL%"})
+      head.push_back(h);
+    text_table t(head);
+    for (const auto& r : list) {
+      std::vector<std::string> row{r.value("label", "") +
+                                   (r.value("has_campaign_best", false) ? " *" : "")};
+      if (with_model) {
+        const std::string m = r.value("model", "");
+        row.push_back(r.value("provider", "") + (m.empty() ? "" : "/" + m));
+      }
+      row.push_back(std::to_string(r.value("calls", 0)));
+      row.push_back(std::to_string(r.value("failed_calls", 0)));
+      row.push_back(std::to_string(r.value("tokens", 0)));
+      row.push_back(usd(r.value("cost_usd", 0.0)));
+      row.push_back(std::to_string(r.value("candidates", 0)));
+      row.push_back(std::to_string(r.value("correct", 0)));
+      row.push_back(std::to_string(r.value("faster", 0)));
+      row.push_back(std::to_string(r.value("wins", 0)));
+      row.push_back(percent(r.value("gain", 0.0)));
+      row.push_back(percent(r.value("best_gain", 0.0)));
+      row.push_back(r["gain_per_usd"].is_number() ? fmt_double(r["gain_per_usd"].get<double>(), 2)
+                                                  : "-");
+      row.push_back(r["best_sol_fraction"].is_number()
+                        ? fmt_double(r["best_sol_fraction"].get<double>() * 100, 1)
+                        : "-");
+      t.add(std::move(row));
+    }
+    return t;
+  };
+  std::cout << "campaign " << j["campaign"] << "\n\nmodels";
+  if (j["models"].empty()) {
+    std::cout << ": none (no LLM call recorded)\n";
+  } else {
+    std::cout << " (* the campaign's best)\n";
+    rows(j["models"], "MODEL", true).print(std::cout);
+  }
+  if (!j["hints"].empty()) {
+    std::cout << "\nstrategy hints (calls 2..K of an iteration; none: call 1)\n";
+    rows(j["hints"], "HINT", false).print(std::cout);
+  }
+  std::cout << "\ntechnique attribution (dropout: mean gain of iterations that kept / dropped)\n";
+  if (j["items"].empty()) {
+    std::cout << "  no dropout decisions recorded\n";
+  } else {
+    text_table t({"ITEM", "KIND", "KEPT", "DROPPED", "GAIN KEPT", "GAIN DROPPED", "EFFECT"});
+    for (const auto& a : j["items"])
+      t.add({a.value("item_id", ""), a.value("kind", ""), std::to_string(a.value("kept", 0)),
+             std::to_string(a.value("dropped", 0)), percent(a.value("mean_gain_kept", 0.0)),
+             percent(a.value("mean_gain_dropped", 0.0)),
+             fmt_double(100 * a.value("effect", 0.0), 1) + " pp"});
+    t.print(std::cout);
+  }
+}
+
 void register_report(CLI::App& app, context& ctx) {
-  auto o = std::make_shared<file_options>();
-  auto* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a campaign");
+  auto o = std::make_shared<report_options>();
+  auto* cmd = app.add_subcommand(
+      "report", "Results per model, hint and technique; -o writes a self-contained HTML report");
   cmd->add_option("campaign", o->campaign, "campaign id")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("-o,--output", o->output, "HTML file to write")->required();
+  cmd->add_option("-o,--output", o->output, "HTML file to write");
+  cmd->add_flag("--json", o->json,
+                "print the per-model, per-hint and per-item attribution as JSON");
   cmd->footer(
-      "One file, inline CSS and SVG, no script and no network access needed: progress against\n"
-      "iteration and wall time, per-workload bars, outcomes per iteration, technique attribution,\n"
-      "tokens and cost, lineage, the winning kernel.\nExample: kopt report 3 -o report.html");
+      "Without -o: the attribution tables on stdout (--json: as JSON): per model (the label of\n"
+      "llm.models, else provider/model) its calls, failures, tokens, cost, candidates, correct\n"
+      "and faster ones, wins (promotions), their gains and gain per dollar; the same per strategy\n"
+      "hint; and dropout's mean gain with and without each prompt item.\n"
+      "With -o: one HTML file, inline CSS and SVG, no script and no network access needed:\n"
+      "progress against iteration and wall time, per-workload bars, outcomes per iteration,\n"
+      "technique attribution, models, tokens and cost, lineage, the winning kernel.\n"
+      "Examples:\n  kopt report 3\n  kopt report 3 --json\n  kopt report 3 -o report.html");
   cmd->callback([o, &ctx] {
     const auto d = load(ctx, o->campaign);
-    report::html_options ho;
-    ho.generated_by = std::string("kopt ") + KOPT_VERSION;
-    ho.database = ctx.database().path.string();
-    write_file(o->output, report::html_report(d, ho));
-    std::cerr << "kopt: wrote " << o->output << '\n';
+    if (!o->output.empty()) {
+      report::html_options ho;
+      ho.generated_by = std::string("kopt ") + KOPT_VERSION;
+      ho.database = ctx.database().path.string();
+      write_file(o->output, report::html_report(d, ho));
+      std::cerr << "kopt: wrote " << o->output << '\n';
+    }
+    if (o->json) {
+      print_json(report::attribution_json(d));
+    } else if (o->output.empty()) {
+      print_attribution(report::attribution_json(d));
+    }
   });
 }
 

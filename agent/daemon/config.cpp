@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "config/detail/json_locator.hpp"
 #include "llm/provider.hpp"
+#include "llm/router.hpp"
 
 namespace kopt::daemon {
 
@@ -188,8 +189,10 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
         r.fail("providers." + name,
                "its \"provider\" must be \"" + name + "\" (sections are keyed by provider)");
       try {
-        const auto pc = llm::parse_provider_config(s, base);
-        if (!pc.api_key_file.empty()) c.api_key_files.emplace_back(pc.api_key_file);
+        // The section may list several models (llm.models): each is checked,
+        // and each one's key file is read at start.
+        for (const auto& m : llm::parse_router_config(s, base).models)
+          if (!m.cfg.api_key_file.empty()) c.api_key_files.emplace_back(m.cfg.api_key_file);
       } catch (const kopt::error& e) {
         r.fail("providers." + name, e.what());
       }

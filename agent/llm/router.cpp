@@ -289,10 +289,10 @@ void router::record_gain(std::size_t i, double gain) {
   s.gain += std::max(0.0, gain);
 }
 
-void router::end_iteration(double gain) {
+void router::end_iteration(double gain, bool log) {
   std::lock_guard lock(mu_);
   if (gain > 0) {
-    if (level_ > 0)
+    if (level_ > 0 && log)
       spdlog::info("llm router: a gain of {:.1f} % ends the model escalation", 100 * gain);
     level_ = 0;
     stagnant_ = 0;
@@ -301,8 +301,9 @@ void router::end_iteration(double gain) {
   if (esc_.after_stagnant_iterations > 0 && ++stagnant_ >= esc_.after_stagnant_iterations) {
     stagnant_ = 0;
     ++level_;
-    spdlog::info("llm router: {} iterations without gain: escalation level {}",
-                 esc_.after_stagnant_iterations, level_);
+    if (log)
+      spdlog::info("llm router: {} iterations without gain: escalation level {}",
+                   esc_.after_stagnant_iterations, level_);
   }
 }
 

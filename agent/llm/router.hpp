@@ -118,7 +118,8 @@ class router {
   // A candidate from arm i was promoted with this relative gain.
   void record_gain(std::size_t i, double gain);
   // An iteration ended; its gain (0 without promotion) drives escalation.
-  void end_iteration(double gain);
+  // `log`: say when the level changes (not when replaying a stored campaign).
+  void end_iteration(double gain, bool log = true);
 
   int escalation_level() const;
   std::vector<arm_stats> stats() const;

@@ -1,4 +1,5 @@
 #include "report/html.hpp"
+#include "report/models.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -833,6 +834,8 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
        "that dropped it, in "
        "percentage points; few iterations make this noisy.</p>"
     << attribution_chart(d) << "</section>";
+  // Results per model and per strategy hint (report/models.hpp).
+  o << models_html_section(d);
 
   o << "<section><h2>Spend</h2><p class=\"lead\">Cumulative LLM tokens and cost over wall "
        "time.</p><div class=\"row\"><div><h3>tokens</h3>"

@@ -3,7 +3,8 @@
 // attachable to a ticket. Sections: summary, progress (best and per-iteration
 // fraction of speed of light against iteration and against wall time),
 // per-workload bars (best, seed, baseline, reference), outcome breakdown per
-// iteration, technique attribution from the dropout records, tokens and cost
+// iteration, technique attribution from the dropout records, results per
+// model and per strategy hint (report/models.hpp), tokens and cost
 // over time, the lineage tree, the winning kernel's source, the iteration
 // table and the campaign's notable events.
 //

@@ -1,5 +1,7 @@
 #include "report/views.hpp"
 
+#include "report/models.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -56,9 +58,18 @@ std::vector<std::string> split_lines(const std::string& s) {
 }  // namespace
 
 json log_json(const campaign_data& d) {
+  // The models each iteration's calls went to (report/models.hpp labels).
+  std::map<row_id, json> models_of;
+  for (const auto& call : d.llm_calls) {
+    if (!call.iteration_id) continue;
+    json& m = models_of[*call.iteration_id];
+    if (!m.is_object()) m = json::object();
+    m[call_label(call)] = m.value(call_label(call), 0) + 1;
+  }
   json rows = json::array();
   for (const auto& iv : d.iterations) {
     const auto& it = iv.sum->iteration;
+    const auto mo = models_of.find(it.id);
     json outcomes = json::object();
     for (auto o : loop_outcomes()) {
       auto f = iv.outcomes.find(o);
@@ -82,6 +93,7 @@ json log_json(const campaign_data& d) {
                     {"dropout", {{"kept", iv.dropout_kept}, {"dropped", iv.dropout_dropped}}},
                     {"escalations", iv.escalations},
                     {"llm_calls", iv.llm_calls},
+                    {"models", mo != models_of.end() ? mo->second : json::object()},
                     {"tokens", iv.tokens},
                     {"cost_usd", iv.cost_usd},
                     {"started_at", store::format_time(it.started_at)},

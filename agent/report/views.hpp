@@ -16,7 +16,8 @@ namespace kopt::report {
 
 // One object per iteration: parent, strategy, candidates, outcome classes,
 // best score of the iteration and the incumbent after it, dropout kept and
-// dropped, escalations, promotion, LLM calls, tokens, cost, duration.
+// dropped, escalations, promotion, LLM calls (and per model label, how
+// many), tokens, cost, duration.
 nlohmann::json log_json(const campaign_data& d);
 
 // Every candidate as a node (id, parent, origin, iteration, outcome, score,

@@ -261,7 +261,7 @@ TEST(LlmSource, TheKCallsDifferAndEachRecordsWhatItShowed) {
     const json& m = rec.meta;
     EXPECT_EQ(m["iteration"], 3);
     EXPECT_EQ(m["calls"], 4);
-    EXPECT_EQ(m["model"], "fake");
+    EXPECT_EQ(m["model"], "fake/m");  // provider/model, as llm.models labels it
     const auto call = m["call"].get<std::size_t>();
     if (call == 0) {
       EXPECT_TRUE(m["hint"].is_null());  // call 0: the iteration's own prompt
@@ -283,7 +283,7 @@ TEST(LlmSource, TheKCallsDifferAndEachRecordsWhatItShowed) {
   }
   EXPECT_EQ(hints.size(), 3u);
   EXPECT_GT(dropped_any, 0);
-  for (const auto& p : a.proposals) EXPECT_EQ(p.note.rfind("fake call ", 0), 0u) << p.note;
+  for (const auto& p : a.proposals) EXPECT_EQ(p.note.rfind("fake/m call ", 0), 0u) << p.note;
   // The same iteration plans the same calls (a resumed iteration).
   fleet g;
   g.add("m", 0.01);
@@ -308,7 +308,12 @@ TEST(LlmSource, HintsAloneKeepTheSharedPrefix) {
   (void)src.propose(context(5, 3));
   const auto& reqs = f.models[0]->requests;
   ASSERT_EQ(reqs.size(), 3u);
-  const std::string& base = reqs[0].messages[0].content;
+  // The calls run in parallel: call 1 (no hint) is not necessarily the
+  // first request the model saw.
+  std::string base;
+  for (const auto& r : reqs)
+    if (r.meta.value("call", -1) == 0) base = r.messages[0].content;
+  ASSERT_FALSE(base.empty());
   for (const auto& r : reqs) {
     const std::string& p = r.messages[0].content;
     EXPECT_EQ(p.substr(0, base.size()), base) << "a hint only appends";

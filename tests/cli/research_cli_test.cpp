@@ -191,7 +191,18 @@ TEST_F(ResearchCli, ExportImportReportTrace) {
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string html = slurp(dir_ / "r.html");
   EXPECT_NE(html.find("data-chart=\"lineage\""), std::string::npos);
-  EXPECT_EQ(kopt({"report", cid()}).code, 2);  // -o is required
+  // Without -o: the attribution tables; --json the same as JSON.
+  r = kopt({"report", cid()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("openai/test-model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("technique attribution"), std::string::npos) << r.out;
+  r = kopt({"report", cid(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json aj = json::parse(r.out);
+  ASSERT_EQ(aj.at("models").size(), 1u);
+  EXPECT_EQ(aj["models"][0]["calls"], 8);
+  EXPECT_FALSE(aj.at("items").empty());
+  EXPECT_EQ(kopt({"report", "999"}).code, 3);
 
   r = kopt({"trace", cid(), "-o", "t.json"});
   ASSERT_EQ(r.code, 0) << r.err;

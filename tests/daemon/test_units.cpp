@@ -68,6 +68,20 @@ TEST(DaemonConfig, ErrorsNameTheField) {
   EXPECT_NE(config_error_of({{"state_dir", "s"}, {"providers", {{"gemini", json::object()}}}})
                 .find("providers.gemini: unknown provider"),
             std::string::npos);
+  // A section with several models: every entry is checked at load, not at
+  // the campaign's first step; a valid one loads.
+  const json two = {{"model", "a"}, {"name", "a"}};
+  EXPECT_NE(config_error_of(
+                {{"state_dir", "s"},
+                 {"providers", {{"openai", {{"models", {two, {{"model", "b"}, {"weight", 0}}}}}}}}})
+                .find("providers.openai: llm.models[1].weight"),
+            std::string::npos);
+  EXPECT_EQ(config_error_of({{"state_dir", "s"},
+                             {"providers",
+                              {{"openai",
+                                {{"models", {two, {{"model", "b"}, {"tier", 1}}}},
+                                 {"selection", {{"policy", "bandit"}}}}}}}}),
+            "");
   EXPECT_NE(config_error_of({{"state_dir", "s"}, {"http", {{"port", "80"}}}})
                 .find("http.port: must be an integer"),
             std::string::npos);

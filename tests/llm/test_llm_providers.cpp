@@ -31,6 +31,7 @@ const std::string key = "sk-test-providers-0123456789SECRET";
 struct seen {
   std::string path;
   std::string body;
+  std::string authorization;
 };
 
 // A loopback server: the answer to request N is script[N] (the last repeats).
@@ -43,13 +44,15 @@ class script_server {
       {
         std::lock_guard lock(mu_);
         n = requests_.size();
-        requests_.push_back({req.path, req.body});
+        requests_.push_back({req.path, req.body, req.get_header_value("Authorization")});
       }
       script_[std::min(n, script_.size() - 1)](req, res);
     };
     svr_.Post("/v1/chat/completions", h);
     svr_.Post("/v1/responses", h);
     svr_.Post("/v1/messages", h);
+    // Gemini's OpenAI-compatible endpoint lives under another prefix.
+    svr_.Post("/v1beta/openai/chat/completions", h);
     port_ = svr_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { svr_.listen_after_bind(); });
     while (!svr_.is_running()) std::this_thread::sleep_for(1ms);
@@ -749,4 +752,72 @@ TEST(LlmCheckOptions, EveryModelOfLlmModelsIsChecked) {
   EXPECT_EQ(reqs[0].path, "/v1/chat/completions");
   EXPECT_EQ(reqs[1].path, "/v1/responses");
   std::filesystem::remove_all(dir);
+}
+
+// The remaining options of `kopt llm check`: --max-tokens-field both ways,
+// a streamed Responses call, and a service behind an OpenAI-compatible
+// endpoint with its own prefix and key variable (Gemini's, as
+// docs/providers.md shows it).
+TEST(LlmCheckOptions, MaxTokensFieldStreamedResponsesAndGeminiEndpoint) {
+  json done_response = json::parse(responses_ok);
+  script_server srv(
+      {reply(200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})"),
+       reply(200, R"({"choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]})"),
+       stream({sse("response.created",
+                   {{"type", "response.created"},
+                    {"response", {{"model", "o4-mini"}, {"output", json::array()}}}}),
+               sse("response.output_text.delta",
+                   {{"type", "response.output_text.delta"}, {"delta", "ok"}}),
+               sse("response.completed",
+                   {{"type", "response.completed"}, {"response", done_response}})}),
+       reply(200, R"({"model":"gemini-2.5-pro","choices":[{"index":0,"message":{"content":"ok"},
+                      "finish_reason":"stop"}],
+                      "usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}})")});
+  const std::string url = srv.url() + "/v1";
+  // A non-reasoning model told to use max_completion_tokens ...
+  ASSERT_EQ(run_check({"--provider", "openai", "--model", "gpt-4.1", "--base-url", url,
+                       "--max-tokens-field", "max_completion_tokens", "--max-tokens", "64"}),
+            check_exit_ok);
+  json b = srv.body(0);
+  EXPECT_EQ(b["max_completion_tokens"], 64);
+  EXPECT_FALSE(b.contains("max_tokens"));
+  // ... and a reasoning model told to send max_tokens (a server that wants it).
+  ASSERT_EQ(run_check({"--provider", "openai", "--model", "o3", "--base-url", url,
+                       "--max-tokens-field", "max_tokens", "--max-tokens", "64"}),
+            check_exit_ok);
+  b = srv.body(1);
+  EXPECT_EQ(b["max_tokens"], 64);
+  EXPECT_FALSE(b.contains("max_completion_tokens"));
+  EXPECT_FALSE(b.contains("temperature"));  // still a reasoning model
+  // Responses, streamed.
+  ASSERT_EQ(run_check({"--provider", "openai", "--model", "o4-mini", "--base-url", url, "--api",
+                       "responses", "--stream", "--reasoning-effort", "low", "--json"}),
+            check_exit_ok);
+  EXPECT_EQ(srv.requests().at(2).path, "/v1/responses");
+  b = srv.body(2);
+  EXPECT_EQ(b["stream"], true);
+  EXPECT_EQ(b["reasoning"]["effort"], "low");
+  EXPECT_TRUE(b.contains("max_output_tokens"));
+  // Gemini's endpoint: its prefix, its key variable, reasoning_effort, and
+  // max_tokens as the docs' example sets it.
+  setenv("KOPT_TEST_GEMINI_KEY", "gm-test-not-a-key", 1);
+  ASSERT_EQ(run_check({"--provider", "openai", "--base-url", srv.url() + "/v1beta/openai",
+                       "--model", "gemini-2.5-pro", "--api-key-env", "KOPT_TEST_GEMINI_KEY",
+                       "--reasoning-effort", "low", "--max-tokens-field", "max_tokens"}),
+            check_exit_ok);
+  const auto reqs = srv.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_EQ(reqs[3].path, "/v1beta/openai/chat/completions");
+  EXPECT_EQ(reqs[3].authorization, "Bearer gm-test-not-a-key");
+  b = srv.body(3);
+  EXPECT_EQ(b["model"], "gemini-2.5-pro");
+  EXPECT_EQ(b["reasoning_effort"], "low");
+  EXPECT_TRUE(b.contains("max_tokens"));
+  EXPECT_FALSE(b.contains("max_completion_tokens"));
+  // A bad field name is a configuration problem, before anything is sent.
+  EXPECT_EQ(run_check({"--provider", "openai", "--model", "o3", "--base-url", url,
+                       "--max-tokens-field", "max_output"}),
+            check_exit_config);
+  EXPECT_EQ(srv.requests().size(), 4u);
+  unsetenv("KOPT_TEST_GEMINI_KEY");
 }

@@ -13,6 +13,7 @@
 #include "report/data.hpp"
 #include "report/exchange.hpp"
 #include "report/html.hpp"
+#include "report/models.hpp"
 #include "report/trace.hpp"
 #include "report/views.hpp"
 #include "support.hpp"
@@ -109,6 +110,60 @@ TEST_F(Report, BestPathIncumbentAndAttribution) {
   EXPECT_NEAR(d.spend.back().cost_usd, 8 * 0.012, 1e-9);
 }
 
+// Per model: the store's calls carry no meta here (written the way a
+// recorder without the router would), so they count as provider/model, and
+// only the candidate each call is linked to (the first of its iteration)
+// counts for it.
+TEST_F(Report, ModelBreakdownCountsCallsLinkedCandidatesAndWins) {
+  auto db = reader();
+  const auto d = load_campaign(db, rs_->f.campaign_id);
+  const auto rows = model_breakdown(d);
+  ASSERT_EQ(rows.size(), 1u);
+  const auto& r = rows[0];
+  EXPECT_EQ(r.label, "openai/test-model");
+  EXPECT_EQ(r.provider, "openai");
+  EXPECT_EQ(r.model, "test-model");
+  EXPECT_EQ(r.calls, 8);
+  EXPECT_EQ(r.failed_calls, 0);
+  EXPECT_EQ(r.prompt_tokens, 8 * 2000 + 100 * 36);  // 2000 + 100 n, n = 1..8
+  EXPECT_EQ(r.completion_tokens, 8 * 400 + 200 * 36);
+  EXPECT_NEAR(r.cost_usd, 8 * 0.012, 1e-9);
+  ASSERT_TRUE(r.mean_latency_ms);
+  EXPECT_NEAR(*r.mean_latency_ms, 4000 + 500 * 4.5, 1e-9);
+  // The first proposals: 0.85 0.9 1.1 0.7 0.75 0.95 0.55 0.8, all correct;
+  // faster than their parent: 0.85 (seed), 0.7 (0.85), 0.55 (0.6).
+  EXPECT_EQ(r.candidates, 8);
+  EXPECT_EQ(r.compiled, 8);
+  EXPECT_EQ(r.correct, 8);
+  EXPECT_EQ(r.faster, 3);
+  // Promoted: iterations 1, 4 and 7 with a first proposal, 5 with its second.
+  EXPECT_EQ(r.wins, 3);
+  double gain = 0, best_gain = 0;
+  for (const std::int64_t n : {1, 4, 7}) {
+    gain += d.iteration(n)->gain;
+    best_gain = std::max(best_gain, d.iteration(n)->gain);
+  }
+  EXPECT_GT(gain, 0);
+  EXPECT_NEAR(r.gain, gain, 1e-12);
+  EXPECT_NEAR(r.best_gain, best_gain, 1e-12);
+  ASSERT_TRUE(r.gain_per_usd());
+  EXPECT_NEAR(*r.gain_per_usd(), gain / (8 * 0.012), 1e-9);
+  EXPECT_TRUE(r.has_best);
+  EXPECT_EQ(r.best_candidate, rs_->best);
+  // No call carries a strategy hint: no hint breakdown.
+  EXPECT_TRUE(hint_breakdown(d).empty());
+  const json j = attribution_json(d);
+  EXPECT_EQ(j.at("campaign"), rs_->f.campaign_id);
+  ASSERT_EQ(j.at("models").size(), 1u);
+  EXPECT_EQ(j["models"][0]["wins"], 3);
+  EXPECT_EQ(j["models"][0]["tokens"], r.tokens());
+  EXPECT_EQ(j.at("items").size(), d.attribution.size());
+  const std::string html = html_report(d, {});
+  const auto at = html.find("<section id=\"models\">");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(html.find("openai/test-model", at), std::string::npos);
+}
+
 TEST_F(Report, LogAndLineageJson) {
   auto db = reader();
   const auto d = load_campaign(db, rs_->f.campaign_id);
@@ -116,6 +171,8 @@ TEST_F(Report, LogAndLineageJson) {
   ASSERT_EQ(log.size(), d.iterations.size());
   EXPECT_EQ(log[1]["outcomes"]["compile_error"], 1);
   EXPECT_EQ(log[1]["llm_calls"], 1);
+  EXPECT_EQ(log[1]["models"], json({{"openai/test-model", 1}}));
+  EXPECT_EQ(log[0]["models"], json::object());  // set-up: no call
   EXPECT_GT(log[1]["dropout"]["kept"].get<int>() + log[1]["dropout"]["dropped"].get<int>(), 0);
   const json lin = lineage_json(d);
   EXPECT_EQ(lin["nodes"].size(), d.candidates.size());
@@ -505,6 +562,10 @@ TEST(HtmlReport, EmptyCampaignRendersPlaceholders) {
   const std::string html = html_report(d, {});
   EXPECT_NE(html.find("data-chart=\"progress-iteration\" data-marks=\"0\""), std::string::npos);
   EXPECT_NE(html.find("no candidate was measured"), std::string::npos);
+  // No LLM call, no model: no Models section, and empty lists in JSON.
+  EXPECT_EQ(html.find("id=\"models\""), std::string::npos);
+  EXPECT_TRUE(model_breakdown(d).empty());
+  EXPECT_TRUE(attribution_json(d).at("models").empty());
   EXPECT_THROW(load_campaign(f.db, 12345), kopt::not_found_error);
 }
 
