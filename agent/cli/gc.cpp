@@ -46,7 +46,8 @@ void register_gc(CLI::App& app, context& ctx, exit_status&) {
   cmd->footer(
       "Per finished (done, failed, cancelled) campaign: drops timing_json.samples_ns of every\n"
       "candidate but the winner, cuts every loop_state checkpoint but the last to the incumbent\n"
-      "it records, removes subjects' results and worker events from \"evaluated\" events, and\n"
+      "it records (no elites, history, gains), removes subjects' results and worker events from "
+      "\"evaluated\" events, and\n"
       "deletes the campaign's eval_journal rows. Medians, quartiles, sample counts, the trace\n"
       "and the report stay as they were. Freed pages are reused; VACUUM (or --archive) compacts.\n"
       "The daemon can do the same periodically (limits.gc_interval_s, docs/daemon.md).\n"

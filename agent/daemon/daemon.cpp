@@ -531,11 +531,11 @@ void service::maintain_store(store::store& db, const limits& lim) {
     // TRUNCATE waits for readers to leave the WAL (they are short: one
     // statement or one snapshot per HTTP request or CLI command) and then
     // empties the file; it holds the write lock while it waits, so the wait
-    // is kept short and a busy WAL gets a PASSIVE pass instead (copies what
+    // is kept short (1 s) and a busy WAL gets a PASSIVE pass instead (copies what
     // it can, never waits) and TRUNCATE again at the next interval.
     std::string result;
     try {
-      result = store::checkpoint_wal(db, milliseconds(250), milliseconds(60000));
+      result = store::checkpoint_wal(db, milliseconds(1000), milliseconds(60000));
     } catch (const std::exception& e) {
       result = "error";
       spdlog::warn("daemon: WAL checkpoint of {}: {}", db.path(), e.what());

@@ -4,9 +4,11 @@
 //  - the per-sample arrays (timing_json.samples_ns) of every candidate but
 //    the winner: each row keeps median, min, mean, stdev, quartiles and the
 //    sample count, which is what reports, diff and export read;
-//  - old checkpoints: every "loop_state" event but the last is cut to the
-//    incumbent it records (completed, best_id, best_key, best_sol), which is
-//    what the report's incumbent-over-time series reads;
+//  - old checkpoints: every "loop_state" event but the last loses its
+//    elites, prompt history, masked items, gains and screen workloads and
+//    keeps the incumbent (completed, best_id, best_key, best_sol,
+//    best_time) and the counters, which is what the report's
+//    incumbent-over-time series reads;
 //  - the bulky part of the "evaluated" debug events (each subject's result
 //    and the worker's event list): the loop reads them back only to resume,
 //    the trace reads stage, seeds, device, subjects' ids and the time;

@@ -48,7 +48,7 @@ TEST(DaemonScale, MetricsWithinTenMillisecondsOnAMillionEvaluationRows) {
         "created_at) SELECT i, (i - 1) / 5 + 1, 'tuned', 's', 'x', '{}', 0 FROM n;"
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000) "
         "INSERT INTO evaluations(candidate_id, workload_id, stage, status, median_ns, "
-        "created_at) SELECT (i - 1) % 2000 + 1, 1, 'full', CASE WHEN i % 20 = 0 THEN 'incorrect' "
+        "created_at) SELECT (i - 1) / 500 + 1, 1, 'full', CASE WHEN i % 20 = 0 THEN 'incorrect' "
         "WHEN i % 50 = 1 THEN 'compile_error' ELSE 'ok' END, i, 0 FROM n;");
     tx.commit();
   }
