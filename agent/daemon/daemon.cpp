@@ -525,8 +525,14 @@ void service::maintain_store(store::store& db, const limits& lim) {
   using namespace std::chrono;
   const auto now = clock_type::now();
   const std::int64_t wal = db.db().wal_bytes();
+  // Every interval, and sooner (every 2 s) while the WAL is past half of
+  // journal_size_limit: a busy interval must not let it grow for another
+  // whole interval.
+  const std::int64_t half_limit = store::open_options{}.journal_size_limit / 2;
+  const bool large = half_limit > 0 && wal > half_limit;
   if (lim.wal_checkpoint_s > 0 &&
-      now - last_checkpoint_ >= duration<double>(lim.wal_checkpoint_s)) {
+      (now - last_checkpoint_ >= duration<double>(lim.wal_checkpoint_s) ||
+       (large && now - last_checkpoint_ >= seconds(2)))) {
     last_checkpoint_ = now;
     // TRUNCATE waits for readers to leave the WAL (they are short: one
     // statement or one snapshot per HTTP request or CLI command) and then
