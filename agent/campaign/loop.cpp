@@ -174,7 +174,7 @@ void campaign_loop::hook(std::string_view point, std::int64_t n) {
   if (hooks_.at) hooks_.at(point, n);
 }
 
-void campaign_loop::event(const std::string& kind, const std::string& message, json data,
+store::row_id campaign_loop::event(const std::string& kind, const std::string& message, json data,
                           const std::string& level) {
   store::event_record e;
   e.campaign_id = campaign_id_;
@@ -182,7 +182,7 @@ void campaign_loop::event(const std::string& kind, const std::string& message, j
   e.level = level;
   e.message = message;
   e.data = std::move(data);
-  db_.add_event(e);
+  return db_.add_event(e);
 }
 
 std::vector<std::string> campaign_loop::all_workloads() const {
@@ -204,25 +204,34 @@ void campaign_loop::load() {
   cache_.clear();
   proposals_.clear();
   finished_.reset();
-  for (const auto& e : db_.events_of(campaign_id_)) {
-    if (e.kind == "evaluated") {
-      for (const auto& s : e.data.value("subjects", json::array()))
-        cache_[s.value("cache_key", "")] = subject_result::from_json(s.value("result", json::object()));
-    } else if (e.kind == "proposals") {
-      proposals_[e.data.value("iteration", std::int64_t{-1})] = e.data;
-    } else if (e.kind == "loop_state") {
-      st_ = loop_state::from_json(e.data);
-    } else if (e.kind == "finished") {
-      finished_ = e.data;
-    }
-  }
   by_key_.clear();
   variants_.clear();
-  for (const auto& cand : db_.candidates_of(campaign_id_)) {
-    json v = candidate_json(cand);
-    by_key_.emplace(content_key(v), cand.id);
-    variants_[cand.id] = std::move(v);
+  // O(1) in the campaign's history (issue #26): the last checkpoint, the
+  // last proposals and the "finished" event by index; evaluation results
+  // and candidates by key when they are needed (evaluate_cached,
+  // candidate_id_of), never the whole journal.
+  if (const auto e = db_.latest_event(campaign_id_, "loop_state")) st_ = loop_state::from_json(e->data);
+  // Only the iteration after the checkpoint can have stored proposals that
+  // are not finished (proposals are stored in iteration order).
+  if (const auto e = db_.latest_event(campaign_id_, "proposals")) {
+    const auto n = e->data.value("iteration", std::int64_t{-1});
+    if (n > st_.completed) proposals_[n] = e->data;
   }
+  if (const auto e = db_.latest_event(campaign_id_, "finished")) finished_ = e->data;
+  // Rows written before schema v5 have no content key: computed once, here.
+  const auto unkeyed = db_.candidates_without_key(campaign_id_);
+  if (!unkeyed.empty()) {
+    store::transaction tx(db_.db());
+    for (const auto& cand : unkeyed) db_.set_candidate_key(cand.id, content_key(candidate_json(cand)));
+    tx.commit();
+  }
+}
+
+std::optional<store::row_id> campaign_loop::candidate_id_of(const std::string& key) {
+  if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+  const auto id = db_.find_candidate_by_key(campaign_id_, key);
+  if (id) by_key_.emplace(key, *id);
+  return id;
 }
 
 const json& campaign_loop::variant_of(store::row_id id) {
@@ -238,8 +247,9 @@ store::row_id campaign_loop::candidate_row(const json& variant, store::candidate
                                            std::optional<store::row_id> iteration,
                                            const std::string& note, const proposal* from) {
   const auto key = content_key(variant);
-  if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+  if (auto found = candidate_id_of(key)) return *found;
   store::candidate_record c;
+  c.content_key = key;
   c.campaign_id = campaign_id_;
   c.iteration_id = iteration;
   c.parent_id = parent;
@@ -290,6 +300,11 @@ std::map<std::string, subject_result> campaign_loop::evaluate_cached(
       out[s.role] = it->second;
       continue;
     }
+    if (auto stored = db_.journaled_result(campaign_id_, ck)) {
+      ++cache_hits_;
+      out[s.role] = cache_[ck] = subject_result::from_json(*stored);
+      continue;
+    }
     if (!seen.insert(ck).second) continue;
     rq.subjects.push_back({s.role, s.id, v, default_point(v), key});
     keys.push_back(ck);
@@ -308,11 +323,14 @@ std::map<std::string, subject_result> campaign_loop::evaluate_cached(
                     {"cache_key", keys[i]},
                     {"result", r.to_json(stage == "compare")}});
   }
-  event("evaluated", fmt::format("{} of {} subject(s) on {} workload(s)", stage, rq.subjects.size(), workloads.size()),
-        {{"stage", stage}, {"base_seed", base_seed}, {"workloads", workloads},
-         {"iteration_id", iteration_id ? json(*iteration_id) : json(nullptr)}, {"subjects", subj},
-         {"device", b.device}, {"events", b.events}},
-        "debug");
+  const auto event_id =
+      event("evaluated", fmt::format("{} of {} subject(s) on {} workload(s)", stage, rq.subjects.size(), workloads.size()),
+            {{"stage", stage}, {"base_seed", base_seed}, {"workloads", workloads},
+             {"iteration_id", iteration_id ? json(*iteration_id) : json(nullptr)}, {"subjects", subj},
+             {"device", b.device}, {"events", b.events}},
+            "debug");
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    db_.journal_result(campaign_id_, keys[i], event_id, static_cast<std::int64_t>(i));
   tx.commit();
   for (std::size_t i = 0; i < rq.subjects.size(); ++i) {
     auto it = b.by_role.find(rq.subjects[i].role);
@@ -352,8 +370,7 @@ void campaign_loop::add_elite(store::row_id id, double time_score) {
 }
 
 store::row_id campaign_loop::iteration_row(std::int64_t n, const plan& p) {
-  for (const auto& it : db_.iterations_of(campaign_id_))
-    if (it.number == n) return it.id;
+  if (const auto it = db_.find_iteration(campaign_id_, n)) return it->id;
   store::transaction tx(db_.db());
   store::iteration_record r;
   r.campaign_id = campaign_id_;
@@ -519,7 +536,7 @@ void campaign_loop::iterate(std::int64_t n) {
     ctx.different_algorithm = p.different_algorithm;
     ctx.k = s_.candidates_per_iteration;
     ctx.seed = derive_seed(s_.seed, "source", n);
-    ctx.already_tried = [this](const std::string& key) { return by_key_.count(key) > 0; };
+    ctx.already_tried = [this](const std::string& key) { return candidate_id_of(key).has_value(); };
     const source_answer a = source_.propose(ctx);
     if (a.waiting && a.proposals.empty()) {
       // Nothing stored: the next run plans the same iteration (same seeds)
@@ -761,12 +778,12 @@ run_result campaign_loop::finalize(const std::string& reason) {
       verified = verified && priv_ok;  // a winner wrong on a private shape is not verified
     }
     summary["verified"] = verified;
-    for (const auto& e : db_.events_of(campaign_id_))
-      if (e.kind == "evaluated" && e.data.value("stage", "") == "verify") summary["device"] = e.data.value("device", json::object());
+    if (const auto e = db_.latest_evaluated(campaign_id_, "verify"))
+      summary["device"] = e->data.value("device", json::object());
     // The winner against the baseline, head to head, fresh seeds.
     std::optional<store::row_id> baseline_id;
     if (op_.baseline)
-      if (auto it = by_key_.find(content_key(op_.baseline->to_json())); it != by_key_.end()) baseline_id = it->second;
+      baseline_id = candidate_id_of(content_key(op_.baseline->to_json()));
     if (baseline_id && *baseline_id != *st_.best_id) {
       const auto cr = evaluate_cached("compare", {{"baseline", *baseline_id}, {"winner", *st_.best_id}},
                                       all_workloads(), derive_seed(s_.seed, "final_compare", 0), std::nullopt);
@@ -809,12 +826,12 @@ run_result campaign_loop::run(const run_limits& limits) {
   // A fresh campaign is often already "running" (the daemon claims it
   // first): it is a resume only when an earlier run left something behind.
   if (st_.completed >= 0 ||
-      (c->state != store::campaign_state::queued && !db_.candidates_of(campaign_id_).empty())) {
+      (c->state != store::campaign_state::queued && db_.has_candidates(campaign_id_))) {
     store::transaction tx(db_.db());
     event("resumed",
           st_.completed >= 0 ? fmt::format("resuming after iteration {}", st_.completed)
                              : std::string("resuming: setup had not finished, starting it again"),
-          {{"completed", st_.completed}, {"cached_evaluations", cache_.size()}});
+          {{"completed", st_.completed}, {"cached_evaluations", db_.journal_size(campaign_id_)}});
     tx.commit();
   }
   if (st_.completed < 0) setup();

@@ -18,6 +18,11 @@
 // iteration; and every random choice is drawn from a seed derived from
 // (campaign seed, purpose, iteration), so a resumed iteration makes the same
 // choices as the one that was killed.
+//
+// Resuming reads a bounded amount whatever the history (schema v5): the
+// latest checkpoint and proposals by index, each journaled result by its
+// cache key (eval_journal) and each candidate by its stored content key,
+// only when the loop asks for them.
 #pragma once
 
 #include <functional>
@@ -176,8 +181,10 @@ class campaign_loop {
   std::map<std::string, workload_result> full_of(store::row_id id);
   void add_elite(store::row_id id, double time_score);
   void hook(std::string_view point, std::int64_t n);
-  void event(const std::string& kind, const std::string& message, nlohmann::json data,
-             const std::string& level = "info");
+  store::row_id event(const std::string& kind, const std::string& message, nlohmann::json data,
+                      const std::string& level = "info");
+  // The campaign's candidate with this content key (memo, then the store).
+  std::optional<store::row_id> candidate_id_of(const std::string& key);
   std::vector<std::string> all_workloads() const;  // the public ones (workloads[].private excluded)
   std::string smallest_workload() const;           // by size_proxy, for the compute-sanitizer run
 
@@ -191,6 +198,8 @@ class campaign_loop {
   loop_hooks hooks_;
   loop_state st_;
   std::map<std::string, double> weights_;
+  // Memos of this run; the store (eval_journal, candidates.content_key) is
+  // the truth, read one key at a time (load() reads no history).
   std::map<std::string, subject_result> cache_;         // cache key -> result
   std::map<std::int64_t, nlohmann::json> proposals_;    // iteration -> "proposals" event data
   std::map<std::string, store::row_id> by_key_;         // content key -> candidate row

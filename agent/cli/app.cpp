@@ -177,6 +177,7 @@ application build_app() {
   register_kb(app, ctx, *a.status);
   register_daemon(app, ctx, *a.status);
   register_agent(app, ctx, *a.status);
+  register_gc(app, ctx, *a.status);
   register_doctor(app, ctx, *a.status);
   register_sbatch_worker(app, ctx, *a.status);
 #ifdef KOPT_HAVE_WORKER

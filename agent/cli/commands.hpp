@@ -43,5 +43,6 @@ void register_eval(CLI::App& app, context& ctx,
 void register_bench(CLI::App& app, context& ctx,
                     exit_status& status);  // bench (needs the worker build)
 void register_agent(CLI::App& app, context& ctx, exit_status& status);  // mcp propose (mcp.cpp)
+void register_gc(CLI::App& app, context& ctx, exit_status& status);     // gc (retention)
 
 }  // namespace kopt::cli

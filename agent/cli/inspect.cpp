@@ -112,7 +112,9 @@ void print_campaign_status(store::store& s, const store::campaign_record& c) {
 struct list_options {
   std::string state;
   std::string team;
-  std::int64_t limit = 0;
+  // Paging (issue #26): a week of campaigns is hundreds of rows. 0: all.
+  std::int64_t limit = 50;
+  std::int64_t offset = 0;
   bool json = false;
 };
 
@@ -124,19 +126,33 @@ void register_list(CLI::App& app, context& ctx) {
   cmd->add_option("--state", opts->state, "only campaigns in this state")
       ->check(CLI::IsMember(states));
   cmd->add_option("--team", opts->team, "only this team's campaigns");
-  cmd->add_option("--limit", opts->limit, "at most N campaigns")->check(CLI::PositiveNumber);
-  cmd->add_flag("--json", opts->json, "print JSON on stdout");
-  cmd->footer("Example: kopt list --state running --json");
+  cmd->add_option("--limit", opts->limit, "at most N campaigns (default 50; 0: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--offset", opts->offset, "skip the N newest matching campaigns (paging)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", opts->json, "print JSON on stdout (an array, as without paging)");
+  cmd->footer(
+      "Newest first, 50 at a time: when more match, stderr says how to see the next page.\n"
+      "Examples:\n  kopt list --state running --json\n  kopt list --limit 50 --offset 50\n"
+      "  kopt list --limit 0   (every campaign)");
   cmd->callback([opts, &ctx] {
     std::vector<store::campaign_record> cs;
     std::map<store::row_id, std::string> waiting;
+    std::int64_t total = 0;
     try {
       store::store s = ctx.open_reader();
+      store::transaction snapshot(s.db(), store::transaction::kind::deferred);
       waiting = store::waiting_campaigns(s);
-      cs = s.list_campaigns(
-          opts->state.empty() ? std::nullopt : store::parse_campaign_state(opts->state),
-          opts->team.empty() ? std::nullopt : std::optional<std::string>(opts->team),
-          opts->limit > 0 ? std::optional<std::int64_t>(opts->limit) : std::nullopt);
+      const auto state =
+          opts->state.empty() ? std::nullopt : store::parse_campaign_state(opts->state);
+      const auto team =
+          opts->team.empty() ? std::nullopt : std::optional<std::string>(opts->team);
+      cs = s.list_campaigns(state, team,
+                            opts->limit > 0 ? std::optional<std::int64_t>(opts->limit)
+                                            : std::nullopt,
+                            opts->offset);
+      total = s.count_campaigns(state, team);
+      snapshot.commit();
     } catch (const not_found_error& e) {
       // No database yet: nothing was ever submitted, which is an empty list.
       std::cerr << "kopt: " << e.what() << '\n';
@@ -152,10 +168,15 @@ void register_list(CLI::App& app, context& ctx) {
       }
       print_json(arr);
     } else if (cs.empty()) {
-      std::cerr << "kopt: no campaigns\n";
+      std::cerr << "kopt: no campaigns" << (opts->offset > 0 ? " at this offset" : "") << '\n';
     } else {
       print_campaign_table(cs, waiting);
     }
+    const std::int64_t shown_to = opts->offset + static_cast<std::int64_t>(cs.size());
+    // On stderr also with --json, so that stdout stays the plain array.
+    if (shown_to < total)
+      std::cerr << "kopt: " << cs.size() << " of " << total << " campaign(s) shown; next page: "
+                << "--offset " << shown_to << " (or --limit 0 for all)\n";
   });
 }
 

@@ -202,14 +202,19 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
 
   const reader l = r.sub("limits");
   l.only({"max_active_campaigns", "max_step_failures", "backoff_initial_s", "backoff_max_s",
-          "min_step_s", "spool_max_bytes", "spool_poll_ms", "shutdown_grace_s"});
+          "min_step_s", "min_step_iterations", "wal_checkpoint_s", "gc_interval_s", "gc_min_age_s",
+          "spool_max_bytes", "spool_poll_ms", "shutdown_grace_s"});
   c.lim.max_active_campaigns = static_cast<int>(l.integer("max_active_campaigns", 0, 0, 4096));
   c.lim.max_step_failures = static_cast<int>(l.integer("max_step_failures", 5, 1, 1000));
   c.lim.backoff_initial_s = l.num("backoff_initial_s", 1, 0, 3600);
   c.lim.backoff_max_s = l.num("backoff_max_s", 300, 0, 86400);
   if (c.lim.backoff_max_s < c.lim.backoff_initial_s)
     l.fail("backoff_max_s", "is smaller than backoff_initial_s");
-  c.lim.min_step_s = l.num("min_step_s", 0, 0, 86400);
+  c.lim.min_step_s = l.num("min_step_s", 2, 0, 86400);
+  c.lim.min_step_iterations = static_cast<int>(l.integer("min_step_iterations", 1, 1, 100000));
+  c.lim.wal_checkpoint_s = l.num("wal_checkpoint_s", 30, 0, 86400);
+  c.lim.gc_interval_s = l.num("gc_interval_s", 0, 0, 30 * 86400);
+  c.lim.gc_min_age_s = l.num("gc_min_age_s", 86400, 0, 3650 * 86400.0);
   c.lim.spool_max_bytes = l.integer("spool_max_bytes", 4 << 20, 1, std::int64_t{1} << 32);
   c.lim.spool_poll_ms = static_cast<int>(l.integer("spool_poll_ms", 1000, 10, 3600000));
   c.lim.shutdown_grace_s = l.num("shutdown_grace_s", 8, 0, 3600);
@@ -329,6 +334,10 @@ json daemon_config::limits_json() const {
           {"backoff_initial_s", lim.backoff_initial_s},
           {"backoff_max_s", lim.backoff_max_s},
           {"min_step_s", lim.min_step_s},
+          {"min_step_iterations", lim.min_step_iterations},
+          {"wal_checkpoint_s", lim.wal_checkpoint_s},
+          {"gc_interval_s", lim.gc_interval_s},
+          {"gc_min_age_s", lim.gc_min_age_s},
           {"spool_max_bytes", lim.spool_max_bytes},
           {"spool_poll_ms", lim.spool_poll_ms},
           {"shutdown_grace_s", lim.shutdown_grace_s}};

@@ -55,7 +55,18 @@ struct limits {
   int max_step_failures = 5;     // consecutive failed steps before a campaign is paused
   double backoff_initial_s = 1;  // after a failed step or worker start
   double backoff_max_s = 300;
-  double min_step_s = 0;  // a step yields its GPU slot after this long when others wait
+  // A step yields its slot to waiting campaigns only after this long and
+  // this many iterations: yielding costs a session set-up and a resume, and
+  // after every iteration it buys no fairness a few seconds would not.
+  double min_step_s = 2;
+  int min_step_iterations = 1;
+  // Store maintenance (issue #26): every wal_checkpoint_s the scheduler
+  // checkpoints the WAL (TRUNCATE, PASSIVE when readers are busy; 0: only
+  // SQLite's automatic checkpoints); every gc_interval_s (0: never) it
+  // collects campaigns finished gc_min_age_s ago (store/retention.hpp).
+  double wal_checkpoint_s = 30;
+  double gc_interval_s = 0;
+  double gc_min_age_s = 86400;
   std::int64_t spool_max_bytes = 4 << 20;
   int spool_poll_ms = 1000;
   double shutdown_grace_s = 8;  // SIGTERM: how long steps may take to reach a checkpoint

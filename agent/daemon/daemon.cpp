@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "daemon/pool.hpp"
 #include "daemon/queue.hpp"
 #include "store/agent_submissions.hpp"
+#include "store/retention.hpp"
 #include "store/scheduling.hpp"
 
 namespace kopt::daemon {
@@ -209,6 +211,11 @@ void service::update_status(const std::string& state, const std::string& reason)
              {"reloads", reloads_},
              {"spool", {{"accepted", spool_accepted_}, {"rejected", spool_rejected_}}},
              {"limits", limits_j},
+             {"store",
+              {{"wal_bytes", wal_bytes_},
+               {"wal_max_bytes", wal_max_bytes_},
+               {"checkpoints", checkpoints_},
+               {"gc_campaigns", gc_campaigns_}}},
              {"waiting_for_agent", waiting_}};
 }
 
@@ -392,12 +399,15 @@ void service::run_step(step& s) {
     campaign::session session(db, s.id, op, std::move(*so), leased);
 
     campaign::loop_hooks hooks;
+    int iterations = 0;  // checkpoints reached in this step
     hooks.at = [&](std::string_view point, std::int64_t) {
       if (stopping_) throw step_interrupted("the daemon is stopping");
       if (pending_request(db, s.id)) throw step_yield("a pause or cancel request");
       if (point == "after_iteration" || point == "after_setup") {
+        ++iterations;
         const double el = std::chrono::duration<double>(clock_type::now() - started).count();
-        if (others_waiting_ && el >= current_limits().min_step_s)
+        const limits now = current_limits();
+        if (others_waiting_ && el >= now.min_step_s && iterations >= now.min_step_iterations)
           throw step_yield("others are waiting");
       }
     };
@@ -500,6 +510,7 @@ void service::tick(store::store& db) {
     spool_rejected_ += rep.rejected;
   }
   if (ready_) schedule(db);
+  maintain_store(db, lim);
   {
     json w = json::array();
     for (const auto& [id, what] : store::waiting_campaigns(db))
@@ -508,6 +519,60 @@ void service::tick(store::store& db) {
     waiting_ = std::move(w);
   }
   update_status(ready_ ? "ready" : "starting", ready_ ? "" : pool_->not_ready_reason());
+}
+
+void service::maintain_store(store::store& db, const limits& lim) {
+  using namespace std::chrono;
+  const auto now = clock_type::now();
+  const std::int64_t wal = db.db().wal_bytes();
+  // Every interval, and sooner (every 2 s) while the WAL is past half of
+  // journal_size_limit: a busy interval must not let it grow for another
+  // whole interval.
+  const std::int64_t half_limit = store::open_options{}.journal_size_limit / 2;
+  const bool large = half_limit > 0 && wal > half_limit;
+  if (lim.wal_checkpoint_s > 0 &&
+      (now - last_checkpoint_ >= duration<double>(lim.wal_checkpoint_s) ||
+       (large && now - last_checkpoint_ >= seconds(2)))) {
+    last_checkpoint_ = now;
+    // TRUNCATE waits for readers to leave the WAL (they are short: one
+    // statement or one snapshot per HTTP request or CLI command) and then
+    // empties the file; it holds the write lock while it waits, so the wait
+    // is kept short (1 s) and a busy WAL gets a PASSIVE pass instead (copies what
+    // it can, never waits) and TRUNCATE again at the next interval.
+    std::string result;
+    try {
+      result = store::checkpoint_wal(db, milliseconds(1000), milliseconds(60000));
+    } catch (const std::exception& e) {
+      result = "error";
+      spdlog::warn("daemon: WAL checkpoint of {}: {}", db.path(), e.what());
+    }
+    std::lock_guard lk(status_mu_);
+    ++checkpoints_[result];
+  }
+  if (lim.gc_interval_s > 0 && now - last_gc_ >= duration<double>(lim.gc_interval_s)) {
+    last_gc_ = now;
+    try {
+      store::gc_options g;
+      g.min_age_ms = static_cast<std::int64_t>(lim.gc_min_age_s * 1000);
+      g.max_campaigns = 20;  // a few per tick: the scheduling loop stays responsive
+      const auto rep = store::collect_garbage(db, g);
+      if (!rep.campaigns.empty()) {
+        spdlog::info("daemon: retention: collected {} finished campaign(s), {:.1f} MiB of JSON",
+                     rep.campaigns.size(), static_cast<double>(rep.total.bytes) / (1 << 20));
+        // More may be left: come back at the next tick rather than wait an interval.
+        if (static_cast<std::int64_t>(rep.campaigns.size()) == g.max_campaigns)
+          last_gc_ = clock_type::time_point{};
+      }
+      std::lock_guard lk(status_mu_);
+      gc_campaigns_ += static_cast<std::int64_t>(rep.campaigns.size());
+    } catch (const std::exception& e) {
+      spdlog::error("daemon: retention: {}", e.what());
+    }
+  }
+  const std::int64_t after = db.db().wal_bytes();
+  std::lock_guard lk(status_mu_);
+  wal_bytes_ = after;
+  wal_max_bytes_ = std::max({wal_max_bytes_, wal, after});
 }
 
 int service::run() {

@@ -7,8 +7,12 @@
 // campaign's loop (agent/campaign) on its own thread and its own store
 // connection until an iteration ends while others wait (it yields), a
 // pause/cancel request arrives, the campaign finishes, or the daemon stops;
+// a step yields only after limits.min_step_s and limits.min_step_iterations;
 // GPUs are leased per evaluation (pool.hpp). Everything durable is in the
 // store, so a kill -9 at any point loses only the evaluation in flight.
+// The scheduling loop also keeps the store's WAL small (periodic
+// checkpoints, journal_size_limit) and, when configured, collects finished
+// campaigns (store/retention.hpp).
 //
 // Signals: SIGTERM/SIGINT stop at the next checkpoint (steps get
 // limits.shutdown_grace_s, then the daemon exits anyway; that is safe for
@@ -66,6 +70,7 @@ class service {
   void start_step(store::row_id id, const std::string& team, std::int64_t priority);
   void run_step(step& s);
   void reap_steps();
+  void maintain_store(store::store& db, const limits& lim);
   void reload();
   void update_status(const std::string& state, const std::string& reason);
   bool wait_signal(int timeout_ms);  // true when a signal arrived
@@ -91,6 +96,11 @@ class service {
   std::int64_t reloads_ = 0;
   std::int64_t spool_accepted_ = 0, spool_rejected_ = 0;
   std::int64_t started_at_ = 0;
+  // Store maintenance (maintain_store, main thread; read under status_mu_).
+  std::chrono::steady_clock::time_point last_checkpoint_{}, last_gc_{};
+  std::int64_t wal_bytes_ = 0, wal_max_bytes_ = 0;
+  std::map<std::string, std::int64_t> checkpoints_;  // by result: truncated, passive, busy
+  std::int64_t gc_campaigns_ = 0;
 };
 
 }  // namespace kopt::daemon

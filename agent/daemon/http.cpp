@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -47,9 +48,29 @@ void family(std::ostringstream& o, const char* name, const char* type, const cha
 
 }  // namespace
 
-json campaigns_json(store::store& reader, std::optional<store::row_id> only) {
+page parse_page(const std::string& limit, const std::string& offset) {
+  auto number = [](const std::string& v, const char* name) -> std::int64_t {
+    std::size_t used = 0;
+    std::int64_t n = 0;
+    try {
+      n = std::stoll(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size() || n < 0)
+      throw kopt::config_error(fmt::format("?{}= must be a number >= 0, not '{}'", name, v));
+    return n;
+  };
+  page p;
+  if (!limit.empty()) p.limit = std::clamp<std::int64_t>(number(limit, "limit"), 1, 1000);
+  if (!offset.empty()) p.offset = number(offset, "offset");
+  return p;
+}
+
+json campaigns_json(store::store& reader, std::optional<store::row_id> only,
+                    std::optional<std::int64_t> limit, std::int64_t offset) {
   json out = json::array();
-  for (const auto& r : store::campaign_overviews(reader, only)) {
+  for (const auto& r : store::campaign_overviews(reader, only, limit, offset)) {
     json c = {{"id", r.id},
               {"operator", r.operator_name},
               {"state", r.state},
@@ -188,6 +209,25 @@ std::string metrics_text(store::store& reader, const json& status) {
   family(o, "kopt_step_failures_total", "counter",
          "Failed campaign steps recorded (events step_failed).");
   o << "kopt_step_failures_total " << t.step_failed_events << '\n';
+  family(o, "kopt_candidates_total", "counter", "Candidate rows in the store.");
+  o << "kopt_candidates_total " << t.candidates << '\n';
+  const json store_j = status.value("store", json::object());
+  family(o, "kopt_store_wal_bytes", "gauge",
+         "Size of the store's WAL file at the last maintenance tick.");
+  o << "kopt_store_wal_bytes " << store_j.value("wal_bytes", std::int64_t{0}) << '\n';
+  family(o, "kopt_store_wal_max_bytes", "gauge",
+         "Largest WAL size the daemon has seen since it started.");
+  o << "kopt_store_wal_max_bytes " << store_j.value("wal_max_bytes", std::int64_t{0}) << '\n';
+  family(o, "kopt_store_wal_checkpoints_total", "counter",
+         "Periodic WAL checkpoints by result (truncated, passive, busy, error).");
+  if (const json c = store_j.value("checkpoints", json::object()); c.is_object())
+    for (const auto& [k, v] : c.items())
+      if (v.is_number())
+        o << "kopt_store_wal_checkpoints_total{result=\"" << label(k) << "\"} "
+          << v.get<std::int64_t>() << '\n';
+  family(o, "kopt_store_gc_campaigns_total", "counter",
+         "Finished campaigns collected by the retention setting (this daemon run).");
+  o << "kopt_store_gc_campaigns_total " << store_j.value("gc_campaigns", std::int64_t{0}) << '\n';
   return o.str();
 }
 
@@ -277,22 +317,42 @@ int http_api::start(const std::string& address, int port) {
           send_json(res, h, h["ready"].get<bool>() ? 200 : 503);
         }));
   s.Get("/metrics", guarded([this, reader](const httplib::Request&, httplib::Response& res) {
-          auto db = reader();
-          res.set_content(metrics_text(db, svc_.status()),
-                          "text/plain; version=0.0.4; charset=utf-8");
+          std::string text;
+          {
+            auto db = reader();
+            text = metrics_text(db, svc_.status());
+          }
+          res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
         }));
   s.Get("/api/daemon", guarded([this, send_json](const httplib::Request&, httplib::Response& res) {
           send_json(res, svc_.status());
         }));
   s.Get("/api/campaigns",
-        guarded([reader, send_json](const httplib::Request&, httplib::Response& res) {
-          auto db = reader();
-          send_json(res, campaigns_json(db));
+        guarded([reader, send_json](const httplib::Request& req, httplib::Response& res) {
+          page p;
+          try {
+            p = parse_page(req.get_param_value("limit"), req.get_param_value("offset"));
+          } catch (const kopt::config_error& e) {
+            send_json(res, {{"error", e.what()}}, 400);
+            return;
+          }
+          json body;
+          std::int64_t total = 0;
+          {
+            auto db = reader();
+            store::transaction snapshot(db.db(), store::transaction::kind::deferred);
+            body = campaigns_json(db, std::nullopt, p.limit, p.offset);
+            total = store::count_campaign_overviews(db);
+            snapshot.commit();
+          }  // the read snapshot ends before the response is written
+          res.set_header("X-Total-Count", std::to_string(total));
+          send_json(res, body);
         }));
   s.Get(R"(/api/campaigns/(\d+))",
         guarded([reader, send_json](const httplib::Request& req, httplib::Response& res) {
           const store::row_id id = std::stoll(req.matches[1]);
           auto db = reader();
+          store::transaction snapshot(db.db(), store::transaction::kind::deferred);
           json c = campaigns_json(db, id);
           if (c.empty()) throw kopt::not_found_error(fmt::format("no campaign {}", id));
           json one = c.at(0);
@@ -304,6 +364,7 @@ int http_api::start(const std::string& address, int port) {
                           {"message", e.message},
                           {"at", store::format_time(e.created_at)}});
           one["events"] = ev;
+          snapshot.commit();
           send_json(res, one);
         }));
   s.Get("/", [](const httplib::Request&, httplib::Response& res) {

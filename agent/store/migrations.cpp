@@ -319,7 +319,136 @@ CREATE INDEX agent_submissions_by_campaign ON agent_submissions(campaign_id, sta
 ALTER TABLE campaigns ADD COLUMN waiting_for TEXT;
 )sql";
 
-constexpr std::array<migration, 4> all_steps{{
+// Schema v5: a store that runs for a week costs no more per evaluation than
+// in its first hour (issue #26).
+// - candidates.content_key: the loop's content key (SHA-256 of the candidate
+//   JSON) stored with the row and indexed per campaign, so resuming a step
+//   looks a candidate up instead of re-serialising every stored source.
+//   Rows written before v5 hold NULL; the loop fills them once per campaign.
+// - eval_journal: where each finished evaluation of the loop's cache is
+//   journaled (the "evaluated" event and the subject's index in it), keyed
+//   by the loop's cache key, so a resumed step reads the results it needs
+//   by key instead of every event of the campaign. Back-filled here.
+// - events_by_campaign_kind: the latest checkpoint ("loop_state"), the
+//   latest proposals and the "finished" event of a campaign by index.
+// - store_counts: the totals the daemon reports (/metrics), kept by
+//   triggers in the transaction that writes the rows, so a scrape reads a
+//   few rows instead of counting millions. Seeded here from the rows.
+// - campaigns.collected_at: when `kopt gc` (or the daemon's retention)
+//   last slimmed a finished campaign (store/retention.hpp).
+constexpr std::string_view schema_v5 = R"sql(
+ALTER TABLE candidates ADD COLUMN content_key TEXT;
+CREATE INDEX candidates_by_content_key ON candidates(campaign_id, content_key);
+CREATE INDEX events_by_campaign_kind ON events(campaign_id, kind, id);
+
+CREATE TABLE eval_journal (
+  campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+  cache_key   TEXT NOT NULL,
+  event_id    INTEGER NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+  subject     INTEGER NOT NULL CHECK (subject >= 0),
+  PRIMARY KEY (campaign_id, cache_key)
+) WITHOUT ROWID;
+CREATE INDEX eval_journal_by_event ON eval_journal(event_id);
+INSERT OR REPLACE INTO eval_journal(campaign_id, cache_key, event_id, subject)
+  SELECT e.campaign_id, json_extract(s.value, '$.cache_key'), e.id, CAST(s.key AS INTEGER)
+  FROM events e, json_each(e.data_json, '$.subjects') s
+  WHERE e.kind = 'evaluated' AND e.campaign_id IS NOT NULL
+    AND json_extract(s.value, '$.cache_key') IS NOT NULL
+  ORDER BY e.id;
+
+CREATE TABLE store_counts (
+  key TEXT PRIMARY KEY,
+  n   INTEGER NOT NULL DEFAULT 0,
+  x   REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO store_counts(key) VALUES
+  ('evaluations:ok'), ('evaluations:compile_error'), ('evaluations:incorrect'),
+  ('evaluations:crashed'), ('evaluations:timeout'), ('evaluations:rejected_integrity'),
+  ('evaluations:launch_error'), ('evaluations:skipped'), ('evaluations:compile_timeout'),
+  ('evaluations:rejected_format'), ('evaluations:reference_failed'),
+  ('llm_calls:ok'), ('llm_calls:http_error'), ('llm_calls:network_error'), ('llm_calls:timeout'),
+  ('llm_calls:rate_limited'), ('llm_calls:refused'), ('llm_calls:parse_error'),
+  ('llm_calls:cancelled'),
+  ('llm:prompt_tokens'), ('llm:completion_tokens'), ('llm:cached_tokens'),
+  ('llm:reasoning_tokens'), ('llm:cost_usd'), ('llm:retries'),
+  ('submissions:accepted'), ('submissions:rejected'),
+  ('candidates'), ('events:step_failed');
+UPDATE store_counts SET n = (SELECT count(*) FROM evaluations e
+  WHERE 'evaluations:' || e.status = store_counts.key) WHERE key LIKE 'evaluations:%';
+UPDATE store_counts SET n = (SELECT count(*) FROM llm_calls c
+  WHERE 'llm_calls:' || c.status = store_counts.key) WHERE key LIKE 'llm_calls:%';
+UPDATE store_counts SET n = (SELECT count(*) FROM submissions s
+  WHERE 'submissions:' || s.status = store_counts.key) WHERE key LIKE 'submissions:%';
+UPDATE store_counts SET n = (SELECT coalesce(sum(prompt_tokens), 0) FROM llm_calls)
+  WHERE key = 'llm:prompt_tokens';
+UPDATE store_counts SET n = (SELECT coalesce(sum(completion_tokens), 0) FROM llm_calls)
+  WHERE key = 'llm:completion_tokens';
+UPDATE store_counts SET n = (SELECT coalesce(sum(cached_tokens), 0) FROM llm_calls)
+  WHERE key = 'llm:cached_tokens';
+UPDATE store_counts SET n = (SELECT coalesce(sum(reasoning_tokens), 0) FROM llm_calls)
+  WHERE key = 'llm:reasoning_tokens';
+UPDATE store_counts SET x = (SELECT coalesce(sum(cost_usd), 0) FROM llm_calls)
+  WHERE key = 'llm:cost_usd';
+UPDATE store_counts SET n = (SELECT coalesce(sum(attempts - 1), 0) FROM llm_calls)
+  WHERE key = 'llm:retries';
+UPDATE store_counts SET n = (SELECT count(*) FROM candidates) WHERE key = 'candidates';
+UPDATE store_counts SET n = (SELECT count(*) FROM events WHERE kind = 'step_failed')
+  WHERE key = 'events:step_failed';
+
+CREATE TRIGGER count_evaluations_insert AFTER INSERT ON evaluations BEGIN
+  UPDATE store_counts SET n = n + 1 WHERE key = 'evaluations:' || NEW.status;
+END;
+CREATE TRIGGER count_evaluations_delete AFTER DELETE ON evaluations BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'evaluations:' || OLD.status;
+END;
+CREATE TRIGGER count_evaluations_status AFTER UPDATE OF status ON evaluations
+  WHEN NEW.status IS NOT OLD.status BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'evaluations:' || OLD.status;
+  UPDATE store_counts SET n = n + 1 WHERE key = 'evaluations:' || NEW.status;
+END;
+CREATE TRIGGER count_llm_calls_insert AFTER INSERT ON llm_calls BEGIN
+  UPDATE store_counts SET n = n + 1 WHERE key = 'llm_calls:' || NEW.status;
+  UPDATE store_counts SET n = n + NEW.prompt_tokens WHERE key = 'llm:prompt_tokens';
+  UPDATE store_counts SET n = n + NEW.completion_tokens WHERE key = 'llm:completion_tokens';
+  UPDATE store_counts SET n = n + NEW.cached_tokens WHERE key = 'llm:cached_tokens';
+  UPDATE store_counts SET n = n + NEW.reasoning_tokens WHERE key = 'llm:reasoning_tokens';
+  UPDATE store_counts SET x = x + NEW.cost_usd WHERE key = 'llm:cost_usd';
+  UPDATE store_counts SET n = n + NEW.attempts - 1 WHERE key = 'llm:retries';
+END;
+CREATE TRIGGER count_llm_calls_delete AFTER DELETE ON llm_calls BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'llm_calls:' || OLD.status;
+  UPDATE store_counts SET n = n - OLD.prompt_tokens WHERE key = 'llm:prompt_tokens';
+  UPDATE store_counts SET n = n - OLD.completion_tokens WHERE key = 'llm:completion_tokens';
+  UPDATE store_counts SET n = n - OLD.cached_tokens WHERE key = 'llm:cached_tokens';
+  UPDATE store_counts SET n = n - OLD.reasoning_tokens WHERE key = 'llm:reasoning_tokens';
+  UPDATE store_counts SET x = x - OLD.cost_usd WHERE key = 'llm:cost_usd';
+  UPDATE store_counts SET n = n - (OLD.attempts - 1) WHERE key = 'llm:retries';
+END;
+CREATE TRIGGER count_submissions_insert AFTER INSERT ON submissions BEGIN
+  UPDATE store_counts SET n = n + 1 WHERE key = 'submissions:' || NEW.status;
+END;
+CREATE TRIGGER count_submissions_delete AFTER DELETE ON submissions BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'submissions:' || OLD.status;
+END;
+CREATE TRIGGER count_candidates_insert AFTER INSERT ON candidates BEGIN
+  UPDATE store_counts SET n = n + 1 WHERE key = 'candidates';
+END;
+CREATE TRIGGER count_candidates_delete AFTER DELETE ON candidates BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'candidates';
+END;
+CREATE TRIGGER count_step_failed_insert AFTER INSERT ON events
+  WHEN NEW.kind = 'step_failed' BEGIN
+  UPDATE store_counts SET n = n + 1 WHERE key = 'events:step_failed';
+END;
+CREATE TRIGGER count_step_failed_delete AFTER DELETE ON events
+  WHEN OLD.kind = 'step_failed' BEGIN
+  UPDATE store_counts SET n = n - 1 WHERE key = 'events:step_failed';
+END;
+
+ALTER TABLE campaigns ADD COLUMN collected_at INTEGER;
+)sql";
+
+constexpr std::array<migration, 5> all_steps{{
     {1,
      "initial schema: operators, workloads, campaigns, iterations, candidates, "
      "compilations, evaluations, llm_calls, dropout_decisions, events",
@@ -333,6 +462,10 @@ constexpr std::array<migration, 4> all_steps{{
      "reference_failed",
      schema_v3},
     {4, "agent campaigns: agent_submissions, campaigns.waiting_for", schema_v4},
+    {5,
+     "scale: candidates.content_key, eval_journal, events_by_campaign_kind, store_counts "
+     "(triggers), campaigns.collected_at",
+     schema_v5},
 }};
 
 std::string hex32(std::int64_t v) {

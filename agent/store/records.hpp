@@ -134,6 +134,11 @@ struct candidate_record {
   std::optional<row_id> llm_call_id;
   std::optional<std::string> note;
   std::int64_t created_at = 0;
+  // Schema v5: the campaign loop's content key (SHA-256 of the candidate
+  // JSON), stored so that a resumed step looks candidates up by key instead
+  // of re-serialising every source. Empty: not known (rows before v5, or a
+  // caller that is not the loop).
+  std::string content_key;
 };
 
 struct compilation_record {

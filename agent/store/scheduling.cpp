@@ -84,7 +84,15 @@ row_id add_submission(store& db, const submission_record& s) {
   return db.db().last_insert_rowid();
 }
 
-std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_id> only) {
+std::int64_t count_campaign_overviews(store& db) {
+  auto st = db.db().prepare("SELECT count(*) FROM campaigns WHERE provider <> 'eval'");
+  st.step();
+  return st.get_int(0);
+}
+
+std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_id> only,
+                                                  std::optional<std::int64_t> limit,
+                                                  std::int64_t offset) {
   std::string sql =
       "SELECT c.id, o.name, c.state, c.provider, c.model, c.team, c.priority, c.spent_iterations, "
       "c.budget_iterations, c.spent_tokens, c.budget_tokens, c.spent_cost_usd, c.budget_cost_usd, "
@@ -94,9 +102,12 @@ std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_i
       "c.last_error, c.not_before, json_extract(c.settings_json, '$.target_sol_fraction') "
       "FROM campaigns c JOIN operators o ON o.id = c.operator_id WHERE c.provider <> 'eval'";
   if (only) sql += " AND c.id = ?";
-  sql += " ORDER BY c.id DESC";
+  sql += " ORDER BY c.id DESC LIMIT ? OFFSET ?";
   auto st = db.db().prepare(sql);
-  if (only) st.bind(1, *only);
+  int i = 0;
+  if (only) st.bind(++i, *only);
+  st.bind(++i, limit.value_or(-1));
+  st.bind(++i, std::max<std::int64_t>(offset, 0));
   std::vector<campaign_overview> out;
   while (st.step()) {
     campaign_overview c;
@@ -135,45 +146,51 @@ std::vector<campaign_overview> campaign_overviews(store& db, std::optional<row_i
 store_totals totals(store& db) {
   auto& d = db.db();
   store_totals t;
+  // One snapshot, short: the counters are read, not computed (schema v5
+  // keeps them with triggers), so a scrape costs the same at 1M rows as at
+  // 100 and holds no read transaction that would stall a WAL checkpoint.
+  transaction tx(d, transaction::kind::deferred);
   {
+    // Campaigns are few (hundreds): counted, on the state index.
     for (const auto& s : campaign_state_names()) t.campaigns_by_state[std::string(s)] = 0;
     auto st =
         d.prepare("SELECT state, count(*) FROM campaigns WHERE provider <> 'eval' GROUP BY state");
     while (st.step()) t.campaigns_by_state[st.get_text(0)] = st.get_int(1);
   }
-  {
-    for (const auto& s : eval_status_names()) t.evaluations_by_status[std::string(s)] = 0;
-    auto st = d.prepare("SELECT status, count(*) FROM evaluations GROUP BY status");
-    while (st.step()) t.evaluations_by_status[st.get_text(0)] = st.get_int(1);
+  for (const auto& s : eval_status_names()) t.evaluations_by_status[std::string(s)] = 0;
+  t.submissions_by_status = {{"accepted", 0}, {"rejected", 0}};
+  auto st = d.prepare("SELECT key, n, x FROM store_counts");
+  while (st.step()) {
+    const std::string key = st.get_text(0);
+    const std::int64_t n = st.get_int(1);
+    const auto colon = key.find(':');
+    const std::string group = key.substr(0, colon);
+    const std::string name = colon == std::string::npos ? std::string() : key.substr(colon + 1);
+    if (group == "evaluations") {
+      t.evaluations_by_status[name] = n;
+    } else if (group == "llm_calls") {
+      if (n != 0) t.llm_calls_by_status[name] = n;  // only statuses present
+    } else if (group == "submissions") {
+      t.submissions_by_status[name] = n;
+    } else if (key == "llm:prompt_tokens") {
+      t.prompt_tokens = n;
+    } else if (key == "llm:completion_tokens") {
+      t.completion_tokens = n;
+    } else if (key == "llm:cached_tokens") {
+      t.cached_tokens = n;
+    } else if (key == "llm:reasoning_tokens") {
+      t.reasoning_tokens = n;
+    } else if (key == "llm:cost_usd") {
+      t.llm_cost_usd = st.get_double(2);
+    } else if (key == "llm:retries") {
+      t.llm_retries = n;
+    } else if (key == "candidates") {
+      t.candidates = n;
+    } else if (key == "events:step_failed") {
+      t.step_failed_events = n;
+    }
   }
-  {
-    auto st = d.prepare("SELECT status, count(*) FROM llm_calls GROUP BY status");
-    while (st.step()) t.llm_calls_by_status[st.get_text(0)] = st.get_int(1);
-  }
-  {
-    auto st = d.prepare(
-        "SELECT coalesce(sum(prompt_tokens),0), coalesce(sum(completion_tokens),0), "
-        "coalesce(sum(cached_tokens),0), "
-        "coalesce(sum(reasoning_tokens),0), coalesce(sum(cost_usd),0), coalesce(sum(attempts - "
-        "1),0) FROM llm_calls");
-    st.step();
-    t.prompt_tokens = st.get_int(0);
-    t.completion_tokens = st.get_int(1);
-    t.cached_tokens = st.get_int(2);
-    t.reasoning_tokens = st.get_int(3);
-    t.llm_cost_usd = st.get_double(4);
-    t.llm_retries = st.get_int(5);
-  }
-  {
-    t.submissions_by_status = {{"accepted", 0}, {"rejected", 0}};
-    auto st = d.prepare("SELECT status, count(*) FROM submissions GROUP BY status");
-    while (st.step()) t.submissions_by_status[st.get_text(0)] = st.get_int(1);
-  }
-  {
-    auto st = d.prepare("SELECT count(*) FROM events WHERE kind = 'step_failed'");
-    st.step();
-    t.step_failed_events = st.get_int(0);
-  }
+  tx.commit();
   return t;
 }
 

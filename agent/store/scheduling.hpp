@@ -91,9 +91,14 @@ struct campaign_overview {
   std::optional<std::string> stop_reason, requested_action, last_error;
   std::int64_t step_failures = 0;
 };
-// Newest first; `only` restricts to one id.
+// Newest first; `only` restricts to one id; `limit`/`offset` page (the
+// HTTP API's ?limit=&offset=).
 std::vector<campaign_overview> campaign_overviews(store& db,
-                                                  std::optional<row_id> only = std::nullopt);
+                                                  std::optional<row_id> only = std::nullopt,
+                                                  std::optional<std::int64_t> limit = std::nullopt,
+                                                  std::int64_t offset = 0);
+// How many rows campaign_overviews returns without `only` and a limit.
+std::int64_t count_campaign_overviews(store& db);
 
 struct store_totals {
   std::map<std::string, std::int64_t> campaigns_by_state;     // every state, 'eval' rows left out
@@ -105,7 +110,10 @@ struct store_totals {
   std::map<std::string, std::int64_t>
       submissions_by_status;  // accepted and rejected, zero when none
   std::int64_t step_failed_events = 0;
+  std::int64_t candidates = 0;
 };
+// O(1) in the number of rows: read from store_counts (schema v5), which
+// triggers keep in the transactions that insert or delete the rows.
 store_totals totals(store& db);
 
 }  // namespace kopt::store

@@ -129,6 +129,45 @@ std::string database::pragma_text(std::string_view name) {
   return st.get_text(0);
 }
 
+database::checkpoint_result database::checkpoint(checkpoint_mode mode) {
+  int m = SQLITE_CHECKPOINT_PASSIVE;
+  switch (mode) {
+    case checkpoint_mode::passive:
+      m = SQLITE_CHECKPOINT_PASSIVE;
+      break;
+    case checkpoint_mode::full:
+      m = SQLITE_CHECKPOINT_FULL;
+      break;
+    case checkpoint_mode::restart:
+      m = SQLITE_CHECKPOINT_RESTART;
+      break;
+    case checkpoint_mode::truncate:
+      m = SQLITE_CHECKPOINT_TRUNCATE;
+      break;
+  }
+  checkpoint_result r;
+  const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, m, &r.wal_frames, &r.checkpointed_frames);
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    r.busy = true;
+    return r;
+  }
+  if (rc != SQLITE_OK) fail(rc, "wal_checkpoint");
+  return r;
+}
+
+std::int64_t database::wal_bytes() const {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path_ + "-wal", ec);
+  return ec ? 0 : static_cast<std::int64_t>(n);
+}
+
+void database::set_busy_timeout(std::chrono::milliseconds timeout) {
+  const auto ms = timeout.count();
+  const int t =
+      ms > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(ms);
+  if (const int rc = sqlite3_busy_timeout(db_, t); rc != SQLITE_OK) fail(rc, "busy_timeout");
+}
+
 std::int64_t database::last_insert_rowid() const noexcept {
   return sqlite3_last_insert_rowid(db_);
 }

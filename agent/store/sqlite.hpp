@@ -46,6 +46,21 @@ class database {
   std::int64_t pragma_int(std::string_view name);
   std::string pragma_text(std::string_view name);
 
+  // WAL checkpoint (sqlite3_wal_checkpoint_v2). `busy` is true when
+  // readers or the writer kept it from finishing (not an error: a PASSIVE
+  // checkpoint never waits; RESTART/TRUNCATE wait up to the busy timeout).
+  enum class checkpoint_mode { passive, full, restart, truncate };
+  struct checkpoint_result {
+    bool busy = false;
+    int wal_frames = 0;  // frames in the WAL (-1 when not in WAL mode)
+    int checkpointed_frames = 0;
+  };
+  checkpoint_result checkpoint(checkpoint_mode mode);
+  // Size of <path>-wal on disk, 0 when absent.
+  std::int64_t wal_bytes() const;
+  // Changes the busy timeout of this connection.
+  void set_busy_timeout(std::chrono::milliseconds timeout);
+
   std::int64_t last_insert_rowid() const noexcept;
   std::int64_t changes() const noexcept;
   bool in_transaction() const noexcept;

@@ -122,7 +122,7 @@ iteration_record read_iteration(const statement& st) {
 
 constexpr std::string_view candidate_cols =
     "id, campaign_id, iteration_id, parent_id, origin, source, source_hash, launch_plan_json, "
-    "parameters_json, provider, model, llm_call_id, note, created_at";
+    "parameters_json, provider, model, llm_call_id, note, created_at, content_key";
 candidate_record read_candidate(const statement& st) {
   candidate_record r;
   r.id = st.get_int(0);
@@ -144,6 +144,7 @@ candidate_record read_candidate(const statement& st) {
   r.llm_call_id = st.get_opt_int(11);
   r.note = st.get_opt_text(12);
   r.created_at = st.get_int(13);
+  r.content_key = st.get_opt_text(14).value_or("");
   return r;
 }
 
@@ -321,6 +322,7 @@ store store::open(const std::filesystem::path& path, const open_options& options
   // checkpoint; a power loss may lose the last transactions but never
   // corrupts the file. FULL would fsync on every commit of every sample.
   db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA journal_size_limit = " + std::to_string(options.journal_size_limit));
   if (db.pragma_int("foreign_keys") != 1) {
     throw store_error("store: this SQLite build does not enforce foreign keys (" + db.path() + ")");
   }
@@ -416,15 +418,28 @@ std::optional<campaign_record> store::find_campaign(row_id id) {
 
 std::vector<campaign_record> store::list_campaigns(std::optional<campaign_state> state,
                                                    std::optional<std::string> team,
-                                                   std::optional<std::int64_t> limit) {
+                                                   std::optional<std::int64_t> limit,
+                                                   std::int64_t offset) {
   std::string sql = std::string(campaign_select) +
                     " WHERE (?1 IS NULL OR c.state = ?1) AND (?2 IS NULL OR c.team = ?2)"
-                    " ORDER BY c.id DESC LIMIT coalesce(?3, -1)";
+                    " ORDER BY c.id DESC LIMIT coalesce(?3, -1) OFFSET ?4";
   auto st = db_.prepare(sql);
   st.bind(1, state ? std::optional<std::string>(std::string(to_string(*state))) : std::nullopt);
   st.bind(2, team);
   st.bind(3, limit);
+  st.bind(4, std::max<std::int64_t>(offset, 0));
   return collect(st, read_campaign);
+}
+
+std::int64_t store::count_campaigns(std::optional<campaign_state> state,
+                                    std::optional<std::string> team) {
+  auto st = db_.prepare(
+      "SELECT count(*) FROM campaigns c WHERE (?1 IS NULL OR c.state = ?1) AND "
+      "(?2 IS NULL OR c.team = ?2)");
+  st.bind(1, state ? std::optional<std::string>(std::string(to_string(*state))) : std::nullopt);
+  st.bind(2, team);
+  st.step();
+  return st.get_int(0);
 }
 
 std::map<std::string, std::int64_t> store::campaign_counts() {
@@ -485,6 +500,15 @@ void store::finish_iteration(row_id id, std::string_view status, std::optional<s
       "UPDATE iterations SET status = ?, finished_at = ?, note = coalesce(?, note) WHERE id = ?");
   st.bind_all(status, now_ms(), note, id).run();
   if (db_.changes() == 0) throw not_found_error("store: no iteration " + std::to_string(id));
+}
+
+std::optional<iteration_record> store::find_iteration(row_id campaign_id, std::int64_t number) {
+  auto st = db_.prepare(
+      select_from(iteration_cols, "iterations", "WHERE campaign_id = ? AND number = ?"));
+  st.bind(1, campaign_id);
+  st.bind(2, number);
+  if (!st.step()) return std::nullopt;
+  return read_iteration(st);
 }
 
 std::vector<iteration_record> store::iterations_of(row_id campaign_id) {
@@ -590,13 +614,14 @@ std::vector<dropout_decision> store::dropout_decisions_of(row_id iteration_id) {
 row_id store::add_candidate(const candidate_record& c) {
   auto st = db_.prepare(
       "INSERT INTO candidates(campaign_id, iteration_id, parent_id, origin, source, source_hash, "
-      "launch_plan_json, parameters_json, provider, model, llm_call_id, note, created_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "launch_plan_json, parameters_json, provider, model, llm_call_id, note, created_at, "
+      "content_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind_all(c.campaign_id, c.iteration_id, c.parent_id, to_string(c.origin), c.source,
               c.source_hash.empty() ? sha256_hex(c.source) : c.source_hash,
               c.launch_plan.is_null() ? nlohmann::json::object() : c.launch_plan,
               c.parameters.is_null() ? nlohmann::json::object() : c.parameters, c.provider, c.model,
-              c.llm_call_id, c.note, stamp(c.created_at))
+              c.llm_call_id, c.note, stamp(c.created_at),
+              c.content_key.empty() ? std::optional<std::string>() : c.content_key)
       .run();
   return db_.last_insert_rowid();
 }
@@ -606,6 +631,38 @@ std::optional<candidate_record> store::find_candidate(row_id id) {
   st.bind(1, id);
   if (!st.step()) return std::nullopt;
   return read_candidate(st);
+}
+
+std::optional<row_id> store::find_candidate_by_key(row_id campaign_id, std::string_view key) {
+  auto st = db_.prepare(
+      "SELECT id FROM candidates WHERE campaign_id = ? AND content_key = ? ORDER BY id LIMIT 1");
+  st.bind(1, campaign_id);
+  st.bind(2, key);
+  if (!st.step()) return std::nullopt;
+  return st.get_int(0);
+}
+
+bool store::has_candidates(row_id campaign_id) {
+  auto st = db_.prepare("SELECT EXISTS (SELECT 1 FROM candidates WHERE campaign_id = ?)");
+  st.bind(1, campaign_id);
+  st.step();
+  return st.get_int(0) != 0;
+}
+
+std::vector<candidate_record> store::candidates_without_key(row_id campaign_id) {
+  auto st = db_.prepare(select_from(candidate_cols, "candidates",
+                                    "WHERE campaign_id = ? AND content_key IS NULL ORDER BY id"));
+  st.bind(1, campaign_id);
+  return collect(st, read_candidate);
+}
+
+void store::set_candidate_key(row_id candidate_id, std::string_view key) {
+  auto st = db_.prepare("UPDATE candidates SET content_key = ? WHERE id = ?");
+  st.bind(1, key);
+  st.bind(2, candidate_id);
+  st.run();
+  if (db_.changes() == 0)
+    throw not_found_error("store: no candidate " + std::to_string(candidate_id));
 }
 
 std::vector<candidate_record> store::candidates_of(row_id campaign_id) {
@@ -691,6 +748,55 @@ row_id store::add_event(const event_record& e) {
       "VALUES (?, ?, ?, ?, ?, ?)");
   st.bind_all(e.campaign_id, e.kind, e.level, e.message, e.data, stamp(e.created_at)).run();
   return db_.last_insert_rowid();
+}
+
+std::optional<event_record> store::latest_event(row_id campaign_id, std::string_view kind) {
+  auto st = db_.prepare(select_from(event_cols, "events",
+                                    "WHERE campaign_id = ? AND kind = ? ORDER BY id DESC LIMIT 1"));
+  st.bind(1, campaign_id);
+  st.bind(2, kind);
+  if (!st.step()) return std::nullopt;
+  return read_event(st);
+}
+
+std::optional<event_record> store::latest_evaluated(row_id campaign_id, std::string_view stage) {
+  auto st = db_.prepare(select_from(
+      event_cols, "events",
+      "WHERE campaign_id = ? AND kind = 'evaluated' AND json_extract(data_json, '$.stage') = ? "
+      "ORDER BY id DESC LIMIT 1"));
+  st.bind(1, campaign_id);
+  st.bind(2, stage);
+  if (!st.step()) return std::nullopt;
+  return read_event(st);
+}
+
+void store::journal_result(row_id campaign_id, std::string_view cache_key, row_id event_id,
+                           std::int64_t subject) {
+  auto st = db_.prepare(
+      "INSERT OR REPLACE INTO eval_journal(campaign_id, cache_key, event_id, subject) "
+      "VALUES (?, ?, ?, ?)");
+  st.bind_all(campaign_id, cache_key, event_id, subject).run();
+}
+
+std::optional<nlohmann::json> store::journaled_result(row_id campaign_id,
+                                                      std::string_view cache_key) {
+  // The subject's result is read out of the event by SQLite, so only that
+  // part of the event's JSON is handed back and parsed.
+  auto st = db_.prepare(
+      "SELECT json_extract(e.data_json, '$.subjects[' || j.subject || '].result') "
+      "FROM eval_journal j JOIN events e ON e.id = j.event_id "
+      "WHERE j.campaign_id = ? AND j.cache_key = ?");
+  st.bind(1, campaign_id);
+  st.bind(2, cache_key);
+  if (!st.step() || st.is_null(0)) return std::nullopt;
+  return st.get_json(0);
+}
+
+std::int64_t store::journal_size(row_id campaign_id) {
+  auto st = db_.prepare("SELECT count(*) FROM eval_journal WHERE campaign_id = ?");
+  st.bind(1, campaign_id);
+  st.step();
+  return st.get_int(0);
 }
 
 std::vector<event_record> store::events_of(std::optional<row_id> campaign_id,

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +28,10 @@ struct open_options {
   std::chrono::milliseconds busy_timeout{5000};
   // Create missing parent directories (writers only).
   bool create_directories = true;
+  // Writers: PRAGMA journal_size_limit, the size the WAL file is truncated
+  // to after a checkpoint resets it (without it the file keeps its largest
+  // size for ever). 64 MiB; -1: no limit.
+  std::int64_t journal_size_limit = std::int64_t{64} << 20;
 };
 
 class store {
@@ -58,10 +63,15 @@ class store {
   // --- campaigns -------------------------------------------------------------
   row_id create_campaign(const campaign_record& c);
   std::optional<campaign_record> find_campaign(row_id id);
-  // Newest first; filters are optional.
+  // Newest first; filters are optional; `offset` skips that many of the
+  // newest rows (paging: `kopt list --limit/--offset`).
   std::vector<campaign_record> list_campaigns(std::optional<campaign_state> state = std::nullopt,
                                               std::optional<std::string> team = std::nullopt,
-                                              std::optional<std::int64_t> limit = std::nullopt);
+                                              std::optional<std::int64_t> limit = std::nullopt,
+                                              std::int64_t offset = 0);
+  // How many rows list_campaigns would return without a limit.
+  std::int64_t count_campaigns(std::optional<campaign_state> state = std::nullopt,
+                               std::optional<std::string> team = std::nullopt);
   // Counts per state (every state present, zero when none).
   std::map<std::string, std::int64_t> campaign_counts();
   // Sets updated_at; started_at on the first `running`; finished_at on a
@@ -77,6 +87,8 @@ class store {
   row_id add_iteration(const iteration_record& it);
   void finish_iteration(row_id id, std::string_view status, std::optional<std::string> note = {});
   std::vector<iteration_record> iterations_of(row_id campaign_id);
+  // One iteration by its number (UNIQUE (campaign_id, number)).
+  std::optional<iteration_record> find_iteration(row_id campaign_id, std::int64_t number);
   std::vector<iteration_summary> iteration_summaries(row_id campaign_id);
   void add_dropout_decisions(row_id iteration_id, std::span<const dropout_decision> decisions);
   std::vector<dropout_decision> dropout_decisions_of(row_id iteration_id);
@@ -85,6 +97,13 @@ class store {
   row_id add_candidate(const candidate_record& c);
   std::optional<candidate_record> find_candidate(row_id id);
   std::vector<candidate_record> candidates_of(row_id campaign_id);
+  // Schema v5 content keys: the oldest candidate of the campaign with that
+  // key; whether the campaign has any candidate; the rows still without a
+  // key (written before v5) and setting one.
+  std::optional<row_id> find_candidate_by_key(row_id campaign_id, std::string_view key);
+  bool has_candidates(row_id campaign_id);
+  std::vector<candidate_record> candidates_without_key(row_id campaign_id);
+  void set_candidate_key(row_id candidate_id, std::string_view key);
   row_id add_compilation(const compilation_record& c);
   std::vector<compilation_record> compilations_of(row_id candidate_id);
   row_id add_evaluation(const evaluation_record& e);
@@ -94,6 +113,21 @@ class store {
   row_id add_llm_call(const llm_call_record& call);
   std::vector<llm_call_record> llm_calls_of(row_id campaign_id);
   row_id add_event(const event_record& e);
+  // The newest event of a kind (index events_by_campaign_kind), and the
+  // newest "evaluated" event of a stage.
+  std::optional<event_record> latest_event(row_id campaign_id, std::string_view kind);
+  std::optional<event_record> latest_evaluated(row_id campaign_id, std::string_view stage);
+
+  // --- the campaign loop's evaluation journal (schema v5) -------------------
+  // Which "evaluated" event (and which subject in it) holds the result of a
+  // cache key; the loop writes it in the event's transaction and reads one
+  // result at a time, so resuming costs the same after 10 or 10,000
+  // iterations. journaled_result: that subject's "result" object.
+  void journal_result(row_id campaign_id, std::string_view cache_key, row_id event_id,
+                      std::int64_t subject);
+  std::optional<nlohmann::json> journaled_result(row_id campaign_id, std::string_view cache_key);
+  std::int64_t journal_size(row_id campaign_id);
+
   // Newest first when limited: the last `limit` events, returned oldest first.
   std::vector<event_record> events_of(std::optional<row_id> campaign_id,
                                       std::optional<std::int64_t> limit = std::nullopt);

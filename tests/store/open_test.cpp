@@ -56,7 +56,7 @@ TEST(StoreOpen, FreshDatabaseIsMigratedWithPragmas) {
   auto s = ks::store::open(path);
   auto& db = s.db();
   EXPECT_EQ(db.pragma_int("user_version"), ks::schema_version());
-  EXPECT_EQ(ks::schema_version(), 4);
+  EXPECT_EQ(ks::schema_version(), 5);
   EXPECT_EQ(db.pragma_int("application_id"), ks::application_id);
   EXPECT_EQ(db.pragma_int("application_id"), 0x6B6F7074);
   EXPECT_EQ(db.pragma_text("journal_mode"), "wal");
