@@ -15,11 +15,6 @@ double median_of(const subject_result& r) {
   return r.detail.contains("timing") ? r.detail.at("timing").value("median_ns", 0.0) : 0.0;
 }
 
-// Without a measured launch floor: launch overhead dominates below about
-// 10 us on current GPUs. With one, a workload is launch-bound when more
-// than half its time is the floor (median < 2 x floor).
-constexpr double launch_bound_ns = 10000.0;
-constexpr double launch_bound_floor_factor = 2.0;
 
 // The diagnosis of one ok row: timing, roofline and peaks always; counters,
 // function attributes and spills when the worker collected them.
@@ -27,6 +22,7 @@ json diagnose_row(const config::operator_config& op, const config::workload& w, 
                   const std::string& role, const workload_row& row, const std::optional<harness::gpu_peaks>& peaks) {
   harness::diagnosis_input in;
   in.median_ns = row.median_ns;
+  in.launch_floor_ns = row.launch_floor_ns;
   try {
     const auto c = harness::roofline_for(op, w);
     in.roofline_bytes = c.bytes;
@@ -137,10 +133,7 @@ evaluation_summary summarize(const config::operator_config& op, const evaluation
       row.samples = t.value("samples", std::size_t{0});
       row.stop_reason = t.value("stop_reason", "");
       row.launch_floor_ns = t.value("launch_floor_ns", 0.0);
-      row.launch_bound =
-          row.median_ns > 0 &&
-          (row.launch_floor_ns > 0 ? row.median_ns < launch_bound_floor_factor * row.launch_floor_ns
-                                   : row.median_ns < launch_bound_ns);
+      row.launch_bound = harness::is_launch_bound(row.median_ns, row.launch_floor_ns);
     }
     if (row.status == outcome::ok && peaks && row.median_ns > 0) {
       const auto counts = harness::roofline_for(op, w);

@@ -1,5 +1,7 @@
 #include "core/diagnosis.hpp"
 
+#include "core/roofline.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -17,7 +19,6 @@ std::optional<double> metric(const diagnosis_input& in, const std::string& name)
 
 // Thresholds. They follow common Nsight Compute practice (SOL above 60 %
 // counts as "high" utilization) and the measurement standard's launch floor.
-constexpr double launch_bound_ns = 5000;        // a kernel this short is dominated by launch/drain
 constexpr double near_peak = 0.70;              // of DRAM bandwidth
 constexpr double busy_pipe_pct = 60.0;          // FMA/tensor pipe active
 constexpr double low_occupancy_pct = 25.0;      // achieved warps of the maximum
@@ -107,12 +108,17 @@ diagnosis diagnose(const diagnosis_input& in) {
 
   // 1. Launch-bound: too short for anything else to matter, so the
   // bandwidth and grid findings below are not drawn for it.
-  const bool launch_bound = in.median_ns > 0 && in.median_ns < launch_bound_ns;
+  const double launch_bound_ns = launch_bound_threshold_ns(in.launch_floor_ns);
+  const bool launch_bound = is_launch_bound(in.median_ns, in.launch_floor_ns);
   if (launch_bound) {
     finding f{"launch-bound", std::clamp(1.0 - in.median_ns / (2 * launch_bound_ns), 0.3, 0.9),
-              fmt::format("the plan takes {:.2f} us, close to the launch and drain cost of a kernel; fuse work or "
-                          "process more per launch", in.median_ns / 1000.0),
-              {{"median_ns", in.median_ns}, {"threshold_ns", launch_bound_ns}}};
+              in.launch_floor_ns > 0
+                  ? fmt::format("the plan takes {:.2f} us, under twice the measured launch floor ({:.2f} us): "
+                                "launches dominate; fuse work or process more per launch",
+                                in.median_ns / 1000.0, in.launch_floor_ns / 1000.0)
+                  : fmt::format("the plan takes {:.2f} us, close to the launch and drain cost of a kernel; fuse "
+                                "work or process more per launch", in.median_ns / 1000.0),
+              {{"median_ns", in.median_ns}, {"threshold_ns", launch_bound_ns}, {"launch_floor_ns", in.launch_floor_ns}}};
     fs.push_back(f);
   }
   // 2. Memory-bound, near or far from peak.
@@ -170,7 +176,7 @@ diagnosis diagnose(const diagnosis_input& in) {
     const bool low_occ = occ && *occ < low_occupancy_pct;
     double idle_sm = -1;
     if (sm_active && sm_elapsed && *sm_elapsed > 0) idle_sm = 1.0 - *sm_active / *sm_elapsed;
-    if (!mem_busy && !cmp_busy && (low_occ || (idle_sm >= 0 && idle_sm > 0.5)) && in.median_ns >= launch_bound_ns) {
+    if (!mem_busy && !cmp_busy && (low_occ || (idle_sm >= 0 && idle_sm > 0.5)) && !launch_bound) {
       const bool occ_limited = theo_pct >= 0 && theo_pct < 50;
       fs.push_back({occ_limited ? "occupancy-limited" : "latency-bound", 0.6,
                     fmt::format("neither memory ({:.0f}% of peak) nor compute ({:.0f}% pipe) is busy; achieved "

@@ -22,6 +22,9 @@ namespace kopt::harness {
 struct diagnosis_input {
   // Timing (CUPTI activity median of the timed pass).
   double median_ns = 0;
+  // The worker's measured launch floor (0: unknown); launch-bound is judged
+  // against it (harness::is_launch_bound).
+  double launch_floor_ns = 0;
   // Counters by metric name (any tier; missing ones are simply not used).
   std::map<std::string, double> metrics;
   // Roofline of the workload (config) and the device's peaks.

@@ -62,4 +62,19 @@ inline double attainable_sol_fraction(double t_sol_ns, double launch_floor_ns,
   return (launch_floor_ns > t_sol_ns ? launch_floor_ns : t_sol_ns) / measured_ns;
 }
 
+// Launch-bound: with a measured launch floor, more than half of the time is
+// the floor (median < 2 x floor); without one, under 10 us, where launch and
+// drain dominate on current GPUs. The one rule for evaluation summaries and
+// the diagnosis (so the prompts, knowledge retrieval and reports agree).
+inline constexpr double launch_bound_floor_factor = 2.0;
+inline constexpr double launch_bound_without_floor_ns = 10000.0;
+
+inline double launch_bound_threshold_ns(double launch_floor_ns) noexcept {
+  return launch_floor_ns > 0 ? launch_bound_floor_factor * launch_floor_ns : launch_bound_without_floor_ns;
+}
+
+inline bool is_launch_bound(double median_ns, double launch_floor_ns) noexcept {
+  return median_ns > 0 && median_ns < launch_bound_threshold_ns(launch_floor_ns);
+}
+
 }  // namespace kopt::harness

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/diagnosis.hpp"
+#include "core/roofline.hpp"
 
 namespace {
 
@@ -141,3 +142,25 @@ TEST(Diagnosis, EmptyInputGivesUnknownNotACrash) {
 }
 
 }  // namespace
+
+// Launch-bound is judged against the worker's measured floor when there is
+// one (the same rule as the evaluation summary): 4 us is launch-bound
+// without a floor, not with a 640 ns floor; 1 us is, with that floor.
+TEST(Diagnosis, LaunchBoundIsJudgedAgainstTheMeasuredFloor) {
+  auto in = h200();
+  in.roofline_bytes = 8192;
+  in.launches = {grid(1, 256, 8)};
+  in.median_ns = 4000;
+  EXPECT_EQ(diagnose(in).primary, "launch-bound");
+  in.launch_floor_ns = 640;
+  const auto d = diagnose(in);
+  EXPECT_NE(d.primary, "launch-bound") << d.to_text();
+  for (const auto& f : d.findings) EXPECT_NE(f.cls, "launch-bound") << d.to_text();
+  in.median_ns = 1000;
+  const auto d2 = diagnose(in);
+  EXPECT_EQ(d2.primary, "launch-bound") << d2.to_text();
+  EXPECT_NE(d2.to_text().find("measured launch floor"), std::string::npos) << d2.to_text();
+  EXPECT_EQ(kopt::harness::is_launch_bound(1000, 640), true);
+  EXPECT_EQ(kopt::harness::is_launch_bound(1300, 640), false);
+  EXPECT_EQ(kopt::harness::is_launch_bound(9000, 0), true);
+}
