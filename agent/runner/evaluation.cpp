@@ -15,7 +15,6 @@ double median_of(const subject_result& r) {
   return r.detail.contains("timing") ? r.detail.at("timing").value("median_ns", 0.0) : 0.0;
 }
 
-
 // The diagnosis of one ok row: timing, roofline and peaks always; counters,
 // function attributes and spills when the worker collected them.
 json diagnose_row(const config::operator_config& op, const config::workload& w, const evaluation_report& rep,

@@ -1,11 +1,11 @@
 #include "core/diagnosis.hpp"
 
-#include "core/roofline.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/roofline.hpp"
 
 namespace kopt::harness {
 
@@ -111,14 +111,21 @@ diagnosis diagnose(const diagnosis_input& in) {
   const double launch_bound_ns = launch_bound_threshold_ns(in.launch_floor_ns);
   const bool launch_bound = is_launch_bound(in.median_ns, in.launch_floor_ns);
   if (launch_bound) {
-    finding f{"launch-bound", std::clamp(1.0 - in.median_ns / (2 * launch_bound_ns), 0.3, 0.9),
-              in.launch_floor_ns > 0
-                  ? fmt::format("the plan takes {:.2f} us, under twice the measured launch floor ({:.2f} us): "
-                                "launches dominate; fuse work or process more per launch",
-                                in.median_ns / 1000.0, in.launch_floor_ns / 1000.0)
-                  : fmt::format("the plan takes {:.2f} us, close to the launch and drain cost of a kernel; fuse "
-                                "work or process more per launch", in.median_ns / 1000.0),
-              {{"median_ns", in.median_ns}, {"threshold_ns", launch_bound_ns}, {"launch_floor_ns", in.launch_floor_ns}}};
+    finding f{
+        "launch-bound",
+        std::clamp(1.0 - in.median_ns / (2 * launch_bound_ns), 0.3, 0.9),
+        in.launch_floor_ns > 0
+            ? fmt::format(
+                  "the plan takes {:.2f} us, under twice the measured launch floor ({:.2f} us): "
+                  "launches dominate; fuse work or process more per launch",
+                  in.median_ns / 1000.0, in.launch_floor_ns / 1000.0)
+            : fmt::format(
+                  "the plan takes {:.2f} us, close to the launch and drain cost of a kernel; fuse "
+                  "work or process more per launch",
+                  in.median_ns / 1000.0),
+        {{"median_ns", in.median_ns},
+         {"threshold_ns", launch_bound_ns},
+         {"launch_floor_ns", in.launch_floor_ns}}};
     fs.push_back(f);
   }
   // 2. Memory-bound, near or far from peak.

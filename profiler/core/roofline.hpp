@@ -70,7 +70,8 @@ inline constexpr double launch_bound_floor_factor = 2.0;
 inline constexpr double launch_bound_without_floor_ns = 10000.0;
 
 inline double launch_bound_threshold_ns(double launch_floor_ns) noexcept {
-  return launch_floor_ns > 0 ? launch_bound_floor_factor * launch_floor_ns : launch_bound_without_floor_ns;
+  return launch_floor_ns > 0 ? launch_bound_floor_factor * launch_floor_ns
+                             : launch_bound_without_floor_ns;
 }
 
 inline bool is_launch_bound(double median_ns, double launch_floor_ns) noexcept {
