@@ -255,9 +255,29 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
                      if (ab != bb) return ab;
                      return *a->score > *b->score;
                    });
-  if (ranked.empty())
+  if (ranked.empty()) {
+    // Correct everywhere but unscored means the evaluations carry no
+    // speed-of-light fractions (no peak figures for the GPU), which is a
+    // different fix from a campaign without a correct candidate.
+    bool correct_but_unscored = false;
+    for (const auto& [id, v] : d.views) {
+      const auto m = v.best_measures();
+      if (m.empty()) continue;
+      bool all_ok = true, any_sol = false;
+      for (const auto& [w, x] : m) {
+        all_ok = all_ok && x.status == store::eval_status::ok;
+        any_sol = any_sol || x.sol.has_value();
+      }
+      correct_but_unscored = correct_but_unscored || (all_ok && !any_sol);
+    }
+    if (correct_but_unscored)
+      throw not_found_error("campaign " + std::to_string(d.campaign.id) +
+                            " has correct candidates but none with a speed-of-light score (its evaluations "
+                            "carry no SOL fractions: kopt had no peak figures for the GPU; see `kopt doctor`): "
+                            "nothing to export");
     throw not_found_error("campaign " + std::to_string(d.campaign.id) +
                           " has no candidate that is correct on every workload: nothing to export");
+  }
   if (ranked.size() > std::max<std::size_t>(o.top, 1))
     ranked.resize(std::max<std::size_t>(o.top, 1));
 
