@@ -271,10 +271,11 @@ std::vector<std::string> write_flashinfer_trace(const campaign_data& d, const fs
       correct_but_unscored = correct_but_unscored || (all_ok && !any_sol);
     }
     if (correct_but_unscored)
-      throw not_found_error("campaign " + std::to_string(d.campaign.id) +
-                            " has correct candidates but none with a speed-of-light score (its evaluations "
-                            "carry no SOL fractions: kopt had no peak figures for the GPU; see `kopt doctor`): "
-                            "nothing to export");
+      throw not_found_error(
+          "campaign " + std::to_string(d.campaign.id) +
+          " has correct candidates but none with a speed-of-light score (its evaluations "
+          "carry no SOL fractions: kopt had no peak figures for the GPU; see `kopt doctor`): "
+          "nothing to export");
     throw not_found_error("campaign " + std::to_string(d.campaign.id) +
                           " has no candidate that is correct on every workload: nothing to export");
   }
