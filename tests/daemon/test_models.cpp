@@ -405,7 +405,8 @@ TEST(MultiModelCampaign, BanditEscalationAndPerModelRecordsThroughTheSession) {
       run_kopt({"--db", (dir.path() / "kopt.db").string(), "log", std::to_string(id), "--json"},
                dir.path(), "log");
   ASSERT_EQ(lrc, 0) << slurp(dir.path() / "log.err");
-  for (const auto& it : json::parse(log).at("iterations")) {
+  const json log_json = json::parse(log);  // range-for over .at() of a temporary would dangle
+  for (const auto& it : log_json.at("iterations")) {
     const auto n = it.value("number", std::int64_t{0});
     if (n == 0) continue;
     std::map<std::string, int> expected;
