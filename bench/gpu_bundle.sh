@@ -19,5 +19,9 @@ for lib in libspdlog.so libfmt.so libsqlite3.so libcpp-httplib.so; do
   src=$(ldd "$build/bin/kopt" | awk -v l="$lib" 'index($1, l) == 1 {print $3; exit}')
   [[ -n $src ]] && cp -L "$src" "$out/lib/"
 done
+# The checkout the build was configured from: kopt and the tests carry it
+# as their compiled-in source directory, so the GPU machine links it to its
+# own copy of the checkout (bench/gpu_verify.sh reads this file).
+sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" >"$out/source_dir"
 ls "$out/bin"
 du -sh "$out"

@@ -43,9 +43,13 @@ summary=$R/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
-# kopt's compiled-in paths name the checkout it was built in (/work/main):
-# make that this checkout when it is elsewhere (as the earlier GPU runs did).
-if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+# kopt's compiled-in paths name the checkout it was built in (recorded by
+# bench/gpu_bundle.sh in BUNDLE/source_dir): make that path this checkout
+# when it is elsewhere and free.
+built_in=$(cat "$bundle/source_dir" 2>/dev/null || true)
+if [[ -n $built_in && $root != "$built_in" && ! -e $built_in ]]; then
+  mkdir -p "$(dirname "$built_in")" && ln -sfn "$root" "$built_in"
+fi
 # Data beside no build tree: the installed layout, pointing into this checkout.
 data=$R/share-kopt
 mkdir -p "$data/knowledge_base"

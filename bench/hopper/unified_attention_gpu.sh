@@ -8,7 +8,8 @@
 # CFG_DIR holds unified_attention.json and its .cu files (default configs/bench), HARNESS_DIR this
 # script's Python files and unified_attention_wgmma.json (default bench/hopper).
 R=$PWD; G=$R/.gpuwork; C=${1:-$R/configs/bench}; A=${2:-$R/bench/hopper}
-mkdir -p /work; [ "$R" != /work/main ] && ln -sfn "$R" /work/main
+# kopt's compiled-in source directory (recorded by bench/gpu_bundle.sh) must name this checkout.
+B=$(cat "$G/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
 export LD_LIBRARY_PATH=$G/bundle/lib KOPT_WORKER=$G/bundle/bin/kopt-worker KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_REQUIRE_GPU=1
 K=$G/bundle/bin/kopt; T0=$(date +%s); H="python3 $A/unified_attention.py --src $C/unified_attention_baseline.cu --config $C/unified_attention.json"
 E="$K eval $C/unified_attention.json --peaks $R/configs/hardware/gpus.json --max-time 0.3 --no-store --json"
