@@ -175,7 +175,7 @@ void campaign_loop::hook(std::string_view point, std::int64_t n) {
 }
 
 store::row_id campaign_loop::event(const std::string& kind, const std::string& message, json data,
-                          const std::string& level) {
+                                   const std::string& level) {
   store::event_record e;
   e.campaign_id = campaign_id_;
   e.kind = kind;
@@ -210,7 +210,8 @@ void campaign_loop::load() {
   // last proposals and the "finished" event by index; evaluation results
   // and candidates by key when they are needed (evaluate_cached,
   // candidate_id_of), never the whole journal.
-  if (const auto e = db_.latest_event(campaign_id_, "loop_state")) st_ = loop_state::from_json(e->data);
+  if (const auto e = db_.latest_event(campaign_id_, "loop_state"))
+    st_ = loop_state::from_json(e->data);
   // Only the iteration after the checkpoint can have stored proposals that
   // are not finished (proposals are stored in iteration order).
   if (const auto e = db_.latest_event(campaign_id_, "proposals")) {
@@ -222,7 +223,8 @@ void campaign_loop::load() {
   const auto unkeyed = db_.candidates_without_key(campaign_id_);
   if (!unkeyed.empty()) {
     store::transaction tx(db_.db());
-    for (const auto& cand : unkeyed) db_.set_candidate_key(cand.id, content_key(candidate_json(cand)));
+    for (const auto& cand : unkeyed)
+      db_.set_candidate_key(cand.id, content_key(candidate_json(cand)));
     tx.commit();
   }
 }
@@ -323,12 +325,17 @@ std::map<std::string, subject_result> campaign_loop::evaluate_cached(
                     {"cache_key", keys[i]},
                     {"result", r.to_json(stage == "compare")}});
   }
-  const auto event_id =
-      event("evaluated", fmt::format("{} of {} subject(s) on {} workload(s)", stage, rq.subjects.size(), workloads.size()),
-            {{"stage", stage}, {"base_seed", base_seed}, {"workloads", workloads},
-             {"iteration_id", iteration_id ? json(*iteration_id) : json(nullptr)}, {"subjects", subj},
-             {"device", b.device}, {"events", b.events}},
-            "debug");
+  const auto event_id = event("evaluated",
+                              fmt::format("{} of {} subject(s) on {} workload(s)", stage,
+                                          rq.subjects.size(), workloads.size()),
+                              {{"stage", stage},
+                               {"base_seed", base_seed},
+                               {"workloads", workloads},
+                               {"iteration_id", iteration_id ? json(*iteration_id) : json(nullptr)},
+                               {"subjects", subj},
+                               {"device", b.device},
+                               {"events", b.events}},
+                              "debug");
   for (std::size_t i = 0; i < keys.size(); ++i)
     db_.journal_result(campaign_id_, keys[i], event_id, static_cast<std::int64_t>(i));
   tx.commit();
@@ -782,8 +789,7 @@ run_result campaign_loop::finalize(const std::string& reason) {
       summary["device"] = e->data.value("device", json::object());
     // The winner against the baseline, head to head, fresh seeds.
     std::optional<store::row_id> baseline_id;
-    if (op_.baseline)
-      baseline_id = candidate_id_of(content_key(op_.baseline->to_json()));
+    if (op_.baseline) baseline_id = candidate_id_of(content_key(op_.baseline->to_json()));
     if (baseline_id && *baseline_id != *st_.best_id) {
       const auto cr = evaluate_cached("compare", {{"baseline", *baseline_id}, {"winner", *st_.best_id}},
                                       all_workloads(), derive_seed(s_.seed, "final_compare", 0), std::nullopt);

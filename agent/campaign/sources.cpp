@@ -1,8 +1,5 @@
 #include "campaign/sources.hpp"
 
-#include "prompts/context.hpp"
-#include "prompts/engine.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +11,8 @@
 #include "campaign/loop.hpp"
 #include "common/hash.hpp"
 #include "llm/extract.hpp"
+#include "prompts/context.hpp"
+#include "prompts/engine.hpp"
 #include "store/store.hpp"
 
 namespace kopt::campaign {
@@ -209,8 +208,8 @@ composed_prompt compose_prompt(const prompt_context& ctx, const prompt_setup& se
   return out;
 }
 
-llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::optional<prompt_setup> setup,
-                       llm::diversity_options diversity)
+llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens,
+                       std::optional<prompt_setup> setup, llm::diversity_options diversity)
     : max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {
   // The label a one-model campaign's calls and notes carry: "provider/model",
   // as llm.models names an entry without a name, so that reports count a
@@ -222,8 +221,8 @@ llm_source::llm_source(llm::llm_client& client, std::int64_t max_tokens, std::op
   router_ = own_router_.get();
 }
 
-llm_source::llm_source(llm::router& models, std::int64_t max_tokens, std::optional<prompt_setup> setup,
-                       llm::diversity_options diversity)
+llm_source::llm_source(llm::router& models, std::int64_t max_tokens,
+                       std::optional<prompt_setup> setup, llm::diversity_options diversity)
     : router_(&models), max_tokens_(max_tokens), setup_(std::move(setup)), diversity_(diversity) {}
 
 llm_source::~llm_source() = default;
@@ -288,7 +287,8 @@ source_answer llm_source::propose(const prompt_context& ctx) {
     std::int64_t usable = 0;
     if (!c.ok()) {
       ++out.llm_errors;
-      out.problems.push_back(fmt::format("{}: {}: {}", router_->label(p.arm), llm::call_status_name(c.status), c.error));
+      out.problems.push_back(fmt::format("{}: {}: {}", router_->label(p.arm),
+                                         llm::call_status_name(c.status), c.error));
       if (c.status == llm::call_status::permanent || c.status == llm::call_status::disabled) {
         // One model's revoked key or spent quota ends the campaign's LLM
         // use only when no other model can still answer.
@@ -311,8 +311,8 @@ source_answer llm_source::propose(const prompt_context& ctx) {
       }
       json candidate = *ex.candidate;
       if (ctx.op) {
-        const auto cand = config::load_candidate_text(ex.candidate->dump(), "llm answer", ctx.op->file.parent_path(),
-                                                      *ctx.op);
+        const auto cand = config::load_candidate_text(ex.candidate->dump(), "llm answer",
+                                                      ctx.op->file.parent_path(), *ctx.op);
         if (!cand.ok()) {
           ++out.llm_errors;
           std::string why;
@@ -322,23 +322,27 @@ source_answer llm_source::propose(const prompt_context& ctx) {
         }
         candidate = cand.cand->to_json();
       }
-      std::string note = fmt::format("{} call {}/{}", router_->label(p.arm), p.index + 1, plans.size());
+      std::string note =
+          fmt::format("{} call {}/{}", router_->label(p.arm), p.index + 1, plans.size());
       if (answers.size() > 1) note += fmt::format(" answer {}/{}", a + 1, answers.size());
       if (p.hint) note += ", hint " + p.hint->id;
-      if (!p.call_dropped.empty()) note += fmt::format(", call dropout: {}", fmt::join(p.call_dropped, " "));
+      if (!p.call_dropped.empty())
+        note += fmt::format(", call dropout: {}", fmt::join(p.call_dropped, " "));
       {
         std::lock_guard lock(mu_);
         arm_of_source_[sha256_hex(candidate.value("source", ""))] = p.arm;
       }
       ++usable;
-      out.proposals.push_back({std::move(candidate), store::candidate_origin::llm, note, c.record_id, c.model});
+      out.proposals.push_back(
+          {std::move(candidate), store::candidate_origin::llm, note, c.record_id, c.model});
     }
     router_->record_call(p.arm, c, usable);
   }
   return out;
 }
 
-void llm_source::observe(std::int64_t iteration, const std::optional<std::string>& promoted_source, double gain) {
+void llm_source::observe(std::int64_t iteration, const std::optional<std::string>& promoted_source,
+                         double gain) {
   std::optional<std::size_t> arm;
   {
     std::lock_guard lock(mu_);
@@ -413,9 +417,11 @@ std::function<void(const progress&)> model_feedback(store::store& db, store::row
     double gain = 0;
     if (p.promoted) {
       for (const auto& e : db.events_of(campaign_id, 64)) {
-        if (e.kind != "promoted" || e.data.value("iteration", std::int64_t{-1}) != p.iteration) continue;
+        if (e.kind != "promoted" || e.data.value("iteration", std::int64_t{-1}) != p.iteration)
+          continue;
         gain = e.data.value("decision", json::object()).value("gain", 0.0);
-        if (const auto c = db.find_candidate(e.data.value("challenger", store::row_id{0}))) promoted = c->source;
+        if (const auto c = db.find_candidate(e.data.value("challenger", store::row_id{0})))
+          promoted = c->source;
       }
     }
     src.observe(p.iteration, promoted, gain);

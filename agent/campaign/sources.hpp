@@ -9,7 +9,10 @@
 // context it was given so that a test can see what the loop asked.
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -19,12 +22,6 @@
 #include "llm/client.hpp"
 #include "llm/router.hpp"
 #include "prompts/context.hpp"
-
-#include <filesystem>
-#include <map>
-#include <memory>
-#include <optional>
-#include <set>
 
 namespace kopt::campaign {
 
@@ -89,7 +86,8 @@ class llm_source final : public candidate_source {
   // What the bandit and the model escalation learn from: the iteration
   // ended, with `gain` (0 without promotion) and, when a candidate was
   // promoted, its kernel source (matched against what each model proposed).
-  void observe(std::int64_t iteration, const std::optional<std::string>& promoted_source, double gain);
+  void observe(std::int64_t iteration, const std::optional<std::string>& promoted_source,
+               double gain);
   // What the router learnt in earlier sessions of this campaign, from the
   // store: each recorded call (by its meta.model label) with its cost and
   // candidates, each promotion credited to the model whose call proposed
@@ -108,7 +106,7 @@ class llm_source final : public candidate_source {
   llm::diversity_options diversity_;
   std::mutex mu_;
   std::map<std::string, std::size_t> arm_of_source_;  // sha256 of a proposed kernel -> arm
-  std::set<std::int64_t> observed_;                     // iterations already fed back
+  std::set<std::int64_t> observed_;                   // iterations already fed back
 };
 
 // A loop_hooks::on_progress that feeds each iteration's outcome back to the
@@ -116,7 +114,8 @@ class llm_source final : public candidate_source {
 // and gain come from the store's "promoted" event of that iteration. Chain
 // it with the caller's own progress printer.
 struct progress;
-std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id, llm_source& src);
+std::function<void(const progress&)> model_feedback(store::store& db, store::row_id campaign_id,
+                                                    llm_source& src);
 
 class scripted_source final : public candidate_source {
  public:
