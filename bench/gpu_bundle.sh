@@ -10,7 +10,7 @@ build=${1:?usage: $0 BUILD_DIR BUNDLE}
 out=${2:?usage: $0 BUILD_DIR BUNDLE}
 rm -rf "$out/bin" "$out/lib"
 mkdir -p "$out/bin" "$out/lib"
-for exe in "$build"/bin/kopt "$build"/bin/kopt-worker "$build"/bin/test_worker_*; do
+for exe in "$build"/bin/kopt "$build"/bin/kopt-worker "$build"/bin/test_worker_* "$build"/bin/bench_compare_noise; do
   [[ -x $exe && -f $exe ]] || continue
   [[ $(basename "$exe") == worker_test_metrics_host ]] && continue
   strip -o "$out/bin/$(basename "$exe")" "$exe"

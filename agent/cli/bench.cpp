@@ -87,19 +87,22 @@ json summary_json(const std::optional<runner::evaluation_summary>& s) {
 void conclude(bench_op& b, const config::operator_config& op, double launch_bound_ns) {
   const runner::evaluation_summary* best = b.baseline ? &*b.baseline : b.reference ? &*b.reference : nullptr;
   if (b.baseline) b.speedup = b.baseline->weighted_speedup_vs_reference;
-  auto median = [](const runner::evaluation_summary* s, const std::string& id) -> double {
-    if (!s) return 0;
-    for (const auto& r : s->rows)
-      if (r.workload == id && r.status == protocol::outcome::ok) return r.median_ns;
-    return 0;
-  };
+  // The faster kernel of the shape decides. Its row's flag is kopt's one
+  // launch-bound rule (harness::is_launch_bound against the measured launch
+  // floor); a --launch-bound-us threshold replaces it only when given.
   for (const auto& w : op.workloads) {
-    double m = 0;
+    const runner::workload_row* fastest = nullptr;
     for (const auto* s : {b.reference ? &*b.reference : nullptr, b.baseline ? &*b.baseline : nullptr}) {
-      const double x = median(s, w.id);
-      if (x > 0 && (m == 0 || x < m)) m = x;
+      if (!s) continue;
+      for (const auto& r : s->rows)
+        if (r.workload == w.id && r.status == protocol::outcome::ok && r.median_ns > 0 &&
+            (!fastest || r.median_ns < fastest->median_ns))
+          fastest = &r;
     }
-    if (m > 0 && m < launch_bound_ns) b.launch_bound.push_back(w.id);
+    if (!fastest) continue;
+    const bool lb =
+        launch_bound_ns > 0 ? fastest->median_ns < launch_bound_ns : fastest->launch_bound;
+    if (lb) b.launch_bound.push_back(w.id);
   }
   if (best) {
     b.worst_role = best->role;
@@ -192,7 +195,12 @@ std::string render(const std::vector<bench_op>& ops, const totals& t, const std:
 
 json bench_to_json(const std::vector<bench_op>& ops, const totals& t, bool gpu, const std::string& no_gpu,
              const json& device, double launch_bound_us) {
-  json j = {{"gpu", gpu}, {"launch_bound_us", launch_bound_us}};
+  json j = {{"gpu", gpu},
+            {"launch_bound_rule",
+             launch_bound_us > 0
+                 ? fmt::format("median < {} us", launch_bound_us)
+                 : std::string("median < 2 x measured launch floor (10 us without one)")}};
+  if (launch_bound_us > 0) j["launch_bound_us"] = launch_bound_us;
   if (!gpu) j["needs_gpu"] = "correctness and timing need a GPU: " + no_gpu;
   if (gpu) j["device"] = device;
   json arr = json::array();
@@ -241,7 +249,7 @@ void register_bench(CLI::App& app, context& ctx, exit_status& status) {
     bool json = false;
     bool no_store = false;
     bool list = false;
-    double launch_bound_us = 5.0;
+    double launch_bound_us = 0;  // 0: kopt's rule against the measured launch floor
     eval_options run;
   };
   auto o = std::make_shared<opts>();
@@ -253,9 +261,9 @@ void register_bench(CLI::App& app, context& ctx, exit_status& status) {
   cmd->add_flag("--list", o->list, "list the selected operators and their workloads; run nothing");
   cmd->add_flag("--no-store", o->no_store, "do not write the results to the database");
   cmd->add_option("--launch-bound-us", o->launch_bound_us,
-                  "a shape whose faster kernel runs under this many microseconds is launch-bound")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+                  "a shape whose faster kernel runs under this many microseconds is launch-bound "
+                  "(default: under twice the worker's measured launch floor, or 10 us without one)")
+      ->check(CLI::PositiveNumber);
   add_eval_options(*cmd, o->run);
   cmd->footer(R"(Reports per operator: importance-weighted fraction of speed of light of the reference
 and of the baseline, speed-up of the baseline over the reference (weighted geometric

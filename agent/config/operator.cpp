@@ -535,7 +535,7 @@ std::vector<std::string> private_fraction_choice(const std::vector<std::string>&
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     std::uint64_t h = 0xCBF29CE484222325ull;
-    for (const unsigned char c : ids[i]) h = (h ^ c) * 0x100000001B3ull;
+    for (const char c : ids[i]) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
     ranked.emplace_back(mix(h ^ mix(static_cast<std::uint64_t>(seed))), i);
   }
   std::sort(ranked.begin(), ranked.end());

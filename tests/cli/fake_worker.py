@@ -10,6 +10,9 @@ import sys
 import time
 
 DELAY = float(os.environ.get("FAKE_WORKER_DELAY_S", "0.4"))
+# A launch floor to report (hello and every timing), as the real worker
+# measures one; unset: none, as from a worker that does not measure it.
+FLOOR = float(os.environ.get("FAKE_WORKER_LAUNCH_FLOOR_NS", "0"))
 
 # Compiling needs no GPU: `compile` requests go to the real worker
 # (FAKE_WORKER_REAL), so compile checks pass as on any machine.
@@ -29,7 +32,8 @@ def send(obj):
 send({"type": "hello", "protocol": 2, "ok": True, "worker_version": "fake",
       "device": {"name": "NVIDIA H200", "uuid": "GPU-fake", "arch": "sm_90a", "sm_count": 132,
                  "compute_capability": "9.0"},
-      "calibration": {"skipped": "fake worker"}})
+      "calibration": {"skipped": "fake worker"},
+      **({"launch_floor": {"clock": "concurrent_kernel", "median_ns": FLOOR, "kernel": "empty"}} if FLOOR > 0 else {})})
 for line in sys.stdin:
     req = json.loads(line)
     rid = req.get("id")
@@ -56,7 +60,8 @@ for line in sys.stdin:
                     "correctness": [{"seed": 1, "passed": True, "outputs": {}}],
                     "timing": {"samples": 10, "median_ns": 1000.0, "min_ns": 990.0,
                                "max_ns": 1010.0, "mean_ns": 1000.0, "stdev_ns": 5.0,
-                               "rsd": 0.005, "stop_reason": "fake"}}
+                               "rsd": 0.005, "stop_reason": "fake",
+                               **({"launch_floor_ns": FLOOR} if FLOOR > 0 else {})}}
                    for r in roles]
         send({"type": "workload_result", "id": rid, "workload": w, "results": results})
     send({"type": "done", "id": rid})

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -146,6 +147,48 @@ TEST_F(Progress, PlainLinesThroughAPipeAndNothingWithJson) {
   std::stringstream ss2;
   ss2 << in2.rdbuf();
   EXPECT_EQ(ss2.str().find("done  ("), std::string::npos) << ss2.str();
+}
+
+// The launch-bound column of `kopt bench` follows kopt's one rule (the
+// evaluation's, harness::is_launch_bound): every fake kernel takes 1000 ns,
+// which is launch-bound against a 600 ns floor (< 2x), not against a 400 ns
+// one, and launch-bound without a floor (< 10 us); --launch-bound-us
+// replaces the rule.
+TEST_F(Progress, BenchLaunchBoundFollowsTheMeasuredFloor) {
+  // kopt gives the worker a clean environment, so the floor is baked into
+  // a wrapper script rather than passed as a variable.
+  auto launch_bound = [&](int floor_ns, const std::string& extra) {
+    const fs::path wrapper = dir_ / ("worker_" + std::to_string(floor_ns) + ".sh");
+    {
+      std::ofstream w(wrapper);
+      w << "#!/bin/sh\nFAKE_WORKER_LAUNCH_FLOOR_NS=" << floor_ns << " exec python3 "
+        << q(worker_.string()) << " \"$@\"\n";
+    }
+    fs::permissions(wrapper, fs::perms::owner_all);
+    const std::string out = (dir_ / "lb.json").string();
+    std::string cmd = kopt("bench --json --ops a --suite " + q((dir_ / "suite").string()) + extra);
+    cmd.replace(cmd.find(q(worker_.string())), q(worker_.string()).size(), q(wrapper.string()));
+    cmd += " >" + q(out) + " 2>/dev/null";
+    // Exit code 1: the fake 1000 ns beats the roofline on the two large
+    // shapes, which the SOL rule rejects; n1000 and n65536 stay ok.
+    EXPECT_NE(std::system(cmd.c_str()), -1) << cmd;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << ss.str();
+    if (j.is_discarded() || !j.contains("operators") || j["operators"].empty())
+      return std::string("?");
+    return j["operators"][0].value("launch_bound", nlohmann::json::array()).dump();
+  };
+  const std::string with_600 = launch_bound(600, ""), with_400 = launch_bound(400, "");
+  const std::string no_floor = launch_bound(0, ""),
+                    fixed = launch_bound(600, " --launch-bound-us 0.5");
+  EXPECT_NE(with_600.find("n1000"), std::string::npos) << with_600;
+  EXPECT_EQ(with_400.find("n1000"), std::string::npos) << with_400;
+  EXPECT_NE(with_400.find("[]"), std::string::npos) << with_400;
+  EXPECT_NE(no_floor.find("n1000"), std::string::npos) << no_floor;
+  EXPECT_EQ(fixed.find("n1000"), std::string::npos) << fixed;
 }
 
 }  // namespace

@@ -183,8 +183,8 @@ TEST(ConfigHardening, SourceFilesStayInsideTheConfinementDirectory) {
     j["reference"]["source_file"] = file;
     return load_operator_text(j.dump(2), "team/op.json", spool, policy);
   };
-  for (const std::string f : {(d.path / "outside.cu").string(), std::string("../../outside.cu"),
-                              std::string("link.cu"), std::string("/etc/passwd")}) {
+  for (const std::string& f : {(d.path / "outside.cu").string(), std::string("../../outside.cu"),
+                               std::string("link.cu"), std::string("/etc/passwd")}) {
     const auto r = with_source(f);
     EXPECT_FALSE(r.ok()) << f;
     EXPECT_EQ(count_containing(r.diagnostics, "is outside this config's spool directory"), 1u)
