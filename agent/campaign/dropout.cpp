@@ -158,9 +158,8 @@ std::vector<item_attribution> attribution(
     if (e.kind != "promoted" || !e.data.is_object()) continue;
     const auto n = e.data.value("iteration", std::int64_t{-1});
     const auto decision = e.data.find("decision");
-    const double gain = decision != e.data.end() && decision->is_object()
-                            ? decision->value("gain", 0.0)
-                            : 0.0;
+    const double gain =
+        decision != e.data.end() && decision->is_object() ? decision->value("gain", 0.0) : 0.0;
     std::optional<store::row_id> call;
     if (const auto ch = e.data.find("challenger"); ch != e.data.end() && ch->is_number_integer())
       if (const auto f = call_of_candidate.find(ch->get<store::row_id>());

@@ -282,7 +282,8 @@ TEST(Attribution, PerCallDrawsCreditOnlyThePromotedCall) {
     EXPECT_NEAR(la.at(id).mean_gain_dropped, r.mean_gain_dropped, 1e-12) << id;
   }
   bool found = false;
-  for (const auto& j : attribution_json(d).at("items"))
+  const json report_json = attribution_json(d);  // kept alive across the loop
+  for (const auto& j : report_json.at("items"))
     if (j.at("item_id") == s.kept[1]) {
       found = true;
       EXPECT_EQ(j.at("dropped"), 1);
