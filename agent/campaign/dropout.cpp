@@ -74,36 +74,116 @@ std::set<std::string> mask_history(const std::vector<prompt_item>& history, std:
   return masked;
 }
 
-std::vector<item_attribution> attribution(
-    const std::map<std::int64_t, std::vector<store::dropout_decision>>& decisions,
-    const std::map<std::int64_t, double>& gains) {
+std::vector<store::dropout_decision> call_decisions(
+    const std::vector<store::dropout_decision>& iteration, const store::llm_call_record& call) {
+  const nlohmann::json* meta = nullptr;
+  if (call.request.is_object())
+    if (const auto m = call.request.find("meta"); m != call.request.end() && m->is_object())
+      meta = &*m;
+  auto ids = [&](const char* key) -> std::optional<std::set<std::string>> {
+    if (meta == nullptr) return std::nullopt;
+    const auto a = meta->find(key);
+    if (a == meta->end() || !a->is_array()) return std::nullopt;
+    std::set<std::string> out;
+    for (const auto& x : *a)
+      if (x.is_string()) out.insert(x.get<std::string>());
+    return out;
+  };
+  const auto dropped = ids("call_dropped");
+  const auto shown = ids("items");
+  std::vector<store::dropout_decision> out = iteration;
+  for (auto& d : out) {
+    if (!d.kept) continue;
+    if ((dropped && dropped->count(d.item_id)) || (shown && !shown->count(d.item_id)))
+      d.kept = false;
+  }
+  return out;
+}
+
+std::vector<attribution_draw> attribution_draws(const attribution_iteration& it) {
+  if (it.decisions.empty()) return {};
+  const double gain = it.promoted ? it.gain : 0.0;
+  bool placed = !it.promoted;  // a promotion is placed when its call is one of these
+  for (const auto* c : it.calls)
+    if (it.promoted_call && c->id == *it.promoted_call) placed = true;
+  if (it.calls.empty() || !placed) return {{std::nullopt, it.decisions, gain}};
+  std::vector<attribution_draw> out;
+  for (const auto* c : it.calls) {
+    if (c->status != "ok") continue;
+    const bool won = it.promoted && it.promoted_call && c->id == *it.promoted_call;
+    out.push_back({c->id, call_decisions(it.decisions, *c), won ? gain : 0.0});
+  }
+  return out;
+}
+
+std::vector<item_attribution> attribution(const std::vector<attribution_draw>& draws) {
   std::map<std::string, item_attribution> by_id;
-  std::map<std::string, double> sum_p, sum_a;
-  for (const auto& [n, ds] : decisions) {
-    const auto g = gains.find(n);
-    const double gain = g == gains.end() ? 0.0 : g->second;
-    for (const auto& d : ds) {
+  std::map<std::string, double> sum_k, sum_d;
+  for (const auto& draw : draws) {
+    for (const auto& d : draw.decisions) {
       auto& a = by_id[d.item_id];
       a.item_id = d.item_id;
       a.kind = d.item_kind;
       if (d.kept) {
-        ++a.present;
-        sum_p[d.item_id] += gain;
+        ++a.kept;
+        sum_k[d.item_id] += draw.gain;
       } else {
-        ++a.absent;
-        sum_a[d.item_id] += gain;
+        ++a.dropped;
+        sum_d[d.item_id] += draw.gain;
       }
     }
   }
   std::vector<item_attribution> out;
   for (auto& [id, a] : by_id) {
-    if (a.present) a.mean_gain_present = sum_p[id] / static_cast<double>(a.present);
-    if (a.absent) a.mean_gain_absent = sum_a[id] / static_cast<double>(a.absent);
+    if (a.kept) a.mean_gain_kept = sum_k[id] / static_cast<double>(a.kept);
+    if (a.dropped) a.mean_gain_dropped = sum_d[id] / static_cast<double>(a.dropped);
     out.push_back(a);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& x, const auto& y) { return x.effect() > y.effect(); });
   return out;
+}
+
+std::vector<item_attribution> attribution(
+    const std::vector<store::iteration_record>& iterations,
+    const std::map<store::row_id, std::vector<store::dropout_decision>>& decisions,
+    const std::vector<store::llm_call_record>& calls,
+    const std::vector<store::candidate_record>& candidates,
+    const std::vector<store::event_record>& events) {
+  std::map<store::row_id, std::optional<store::row_id>> call_of_candidate;
+  for (const auto& c : candidates) call_of_candidate[c.id] = c.llm_call_id;
+  // By iteration number: the gain and the promoted candidate's call.
+  std::map<std::int64_t, std::pair<double, std::optional<store::row_id>>> promotions;
+  for (const auto& e : events) {
+    if (e.kind != "promoted" || !e.data.is_object()) continue;
+    const auto n = e.data.value("iteration", std::int64_t{-1});
+    const auto decision = e.data.find("decision");
+    const double gain =
+        decision != e.data.end() && decision->is_object() ? decision->value("gain", 0.0) : 0.0;
+    std::optional<store::row_id> call;
+    if (const auto ch = e.data.find("challenger"); ch != e.data.end() && ch->is_number_integer())
+      if (const auto f = call_of_candidate.find(ch->get<store::row_id>());
+          f != call_of_candidate.end())
+        call = f->second;
+    promotions[n] = {gain, call};
+  }
+  std::map<store::row_id, std::vector<const store::llm_call_record*>> calls_of;
+  for (const auto& c : calls)
+    if (c.iteration_id) calls_of[*c.iteration_id].push_back(&c);
+  std::vector<attribution_draw> draws;
+  for (const auto& it : iterations) {
+    if (it.number <= 0) continue;
+    attribution_iteration in;
+    if (const auto d = decisions.find(it.id); d != decisions.end()) in.decisions = d->second;
+    if (const auto c = calls_of.find(it.id); c != calls_of.end()) in.calls = c->second;
+    if (const auto p = promotions.find(it.number); p != promotions.end()) {
+      in.promoted = true;
+      in.gain = p->second.first;
+      in.promoted_call = p->second.second;
+    }
+    for (auto& d : attribution_draws(in)) draws.push_back(std::move(d));
+  }
+  return attribution(draws);
 }
 
 }  // namespace kopt::campaign

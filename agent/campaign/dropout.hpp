@@ -3,13 +3,15 @@
 // probability p; the draw for an item depends only on (seed, iteration,
 // item id), so a mask is reproducible, does not shift when items are added
 // or removed, and a resumed iteration draws exactly what the killed one did.
-// Decisions are stored per iteration (dropout_decisions), which is what makes
-// attribution possible: for each item, the mean gain of the iterations that
-// had it against those that did not.
+// Decisions are stored per iteration (dropout_decisions), and each LLM call
+// records its own further draw (call_plan.hpp), which is what makes
+// attribution possible: for each item, the mean gain of the calls that
+// showed it against those that did not.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -55,15 +57,60 @@ std::set<std::string> mask_history(const std::vector<prompt_item>& history, std:
 struct item_attribution {
   std::string item_id;
   std::string kind;
-  std::int64_t present = 0, absent = 0;
-  double mean_gain_present = 0, mean_gain_absent = 0;
-  double effect() const noexcept { return mean_gain_present - mean_gain_absent; }
+  std::int64_t kept = 0, dropped = 0;  // draws that showed it / did not
+  double mean_gain_kept = 0, mean_gain_dropped = 0;
+  double effect() const noexcept { return mean_gain_kept - mean_gain_dropped; }
 };
 
-// `gains`: iteration number -> relative gain of that iteration (0 when no
-// promotion). Iterations without decisions are ignored.
+// Attribution (docs/campaign.md, "Attribution"): the one place that says
+// what a proposal saw and what it is credited with. The unit is a *draw*:
+// one LLM call of an iteration, with the optional items that call showed
+// (its own draw on top of the iteration's), credited with the iteration's
+// gain when the promoted candidate is that call's answer and with 0
+// otherwise. Why per call: with per-call dropout the K calls of one
+// iteration see different items, and crediting all of them with the
+// iteration's gain would credit the items the winning call never saw.
+struct attribution_draw {
+  std::optional<store::row_id> llm_call_id;        // empty: the iteration as a whole
+  std::vector<store::dropout_decision> decisions;  // kept = shown to this draw
+  double gain = 0;
+};
+
+// The iteration's decisions as one call saw them: an item the iteration
+// kept is dropped for the call when its `meta.call_dropped` names it or its
+// `meta.items` (what it showed) lacks it. A call recorded without that meta
+// (before per-call draws) showed the iteration's kept items unchanged.
+std::vector<store::dropout_decision> call_decisions(
+    const std::vector<store::dropout_decision>& iteration, const store::llm_call_record& call);
+
+// What attribution reads of one loop iteration.
+struct attribution_iteration {
+  std::vector<store::dropout_decision> decisions;    // the iteration's (optional items)
+  std::vector<const store::llm_call_record*> calls;  // its recorded LLM calls
+  bool promoted = false;
+  double gain = 0;                             // relative gain of the promotion
+  std::optional<store::row_id> promoted_call;  // llm_call_id of the promoted candidate
+};
+
+// The draws of one iteration: one per recorded call that got an answer (a
+// failed call proposed nothing, so its items say nothing about gains). An
+// iteration without recorded calls (autotune, agents, scripted sources), or
+// whose promoted candidate names none of its calls (a store written before
+// candidates were linked to calls), is one draw: its own decisions, its gain.
+std::vector<attribution_draw> attribution_draws(const attribution_iteration& it);
+
+// Per item over the draws: how many kept / dropped it and the mean gain of
+// each; largest effect first.
+std::vector<item_attribution> attribution(const std::vector<attribution_draw>& draws);
+
+// The same from a campaign's stored rows (iterations numbered > 0;
+// decisions by iteration id; gains and promoted candidates from the
+// `promoted` events): what the loop and `kopt report` both use.
 std::vector<item_attribution> attribution(
-    const std::map<std::int64_t, std::vector<store::dropout_decision>>& decisions,
-    const std::map<std::int64_t, double>& gains);
+    const std::vector<store::iteration_record>& iterations,
+    const std::map<store::row_id, std::vector<store::dropout_decision>>& decisions,
+    const std::vector<store::llm_call_record>& calls,
+    const std::vector<store::candidate_record>& candidates,
+    const std::vector<store::event_record>& events);
 
 }  // namespace kopt::campaign

@@ -875,10 +875,15 @@ run_result campaign_loop::run(const run_limits& limits) {
 }
 
 std::vector<item_attribution> campaign_loop::attribution() {
-  std::map<std::int64_t, std::vector<store::dropout_decision>> d;
-  for (const auto& it : db_.iterations_of(campaign_id_))
-    if (it.number > 0) d[it.number] = db_.dropout_decisions_of(it.id);
-  return campaign::attribution(d, st_.gains);
+  store::transaction snapshot(db_.db(), store::transaction::kind::deferred);
+  const auto iterations = db_.iterations_of(campaign_id_);
+  std::map<store::row_id, std::vector<store::dropout_decision>> d;
+  for (const auto& it : iterations)
+    if (it.number > 0) d[it.id] = db_.dropout_decisions_of(it.id);
+  auto out = campaign::attribution(iterations, d, db_.llm_calls_of(campaign_id_),
+                                   db_.candidates_of(campaign_id_), db_.events_of(campaign_id_));
+  snapshot.commit();
+  return out;
 }
 
 }  // namespace kopt::campaign

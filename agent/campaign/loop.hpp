@@ -144,7 +144,8 @@ class campaign_loop {
   run_result run(const run_limits& limits = {});
   const loop_state& state() const noexcept { return st_; }
   std::size_t cache_hits() const noexcept { return cache_hits_; }
-  // Per item: how often present and the mean gain with and without it.
+  // Per item: how many draws (LLM calls) showed it and the mean gain with
+  // and without it, from the store (campaign::attribution, the one rule).
   std::vector<item_attribution> attribution();
 
  private:

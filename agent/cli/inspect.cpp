@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -319,10 +320,19 @@ void print_candidate_research(const json& r, const std::vector<store::compilatio
     std::cout << "iteration      " << it["number"] << " (" << it.value("strategy", "") << ")";
     if (it["dropout_p"].is_number()) std::cout << ", dropout p " << fmt_double(it["dropout_p"].get<double>(), 2);
     std::cout << '\n';
+    // What its own LLM call showed when it is linked to one (the call's
+    // dropout draw on top of the iteration's); "(call)" marks the items
+    // only the call dropped.
+    std::set<std::string> iteration_dropped;
+    for (const auto& dd : it["dropout"])
+      if (!dd.value("kept", false)) iteration_dropped.insert(dd.value("item_id", std::string()));
+    const bool per_call = r.contains("call_dropout") && r["call_dropout"].is_array();
     std::string kept, dropped;
-    for (const auto& dd : it["dropout"]) {
+    for (const auto& dd : per_call ? r["call_dropout"] : it["dropout"]) {
+      const std::string id = dd.value("item_id", std::string());
       std::string& list = dd.value("kept", false) ? kept : dropped;
-      list += (list.empty() ? "" : ", ") + dd.value("item_id", std::string());
+      list += (list.empty() ? "" : ", ") + id;
+      if (!dd.value("kept", false) && !iteration_dropped.count(id)) list += " (call)";
     }
     if (!kept.empty()) std::cout << "  kept         " << kept << '\n';
     if (!dropped.empty()) std::cout << "  dropped      " << dropped << '\n';

@@ -409,7 +409,8 @@ void print_attribution(const json& j) {
     std::cout << "\nstrategy hints (calls 2..K of an iteration; none: call 1)\n";
     rows(j["hints"], "HINT", false).print(std::cout);
   }
-  std::cout << "\ntechnique attribution (dropout: mean gain of iterations that kept / dropped)\n";
+  std::cout << "\ntechnique attribution (dropout: mean gain of the LLM calls that kept / dropped "
+               "each item; an iteration without recorded calls counts once)\n";
   if (j["items"].empty()) {
     std::cout << "  no dropout decisions recorded\n";
   } else {
@@ -435,7 +436,8 @@ void register_report(CLI::App& app, context& ctx) {
       "Without -o: the attribution tables on stdout (--json: as JSON): per model (the label of\n"
       "llm.models, else provider/model) its calls, failures, tokens, cost, candidates, correct\n"
       "and faster ones, wins (promotions), their gains and gain per dollar; the same per strategy\n"
-      "hint; and dropout's mean gain with and without each prompt item.\n"
+      "hint; and dropout's mean gain with and without each prompt item, per LLM call (each call's\n"
+      "own draw; a call is credited with the gain when the promoted candidate is its answer).\n"
       "With -o: one HTML file, inline CSS and SVG, no script and no network access needed:\n"
       "progress against iteration and wall time, per-workload bars, outcomes per iteration,\n"
       "technique attribution, models, tokens and cost, lineage, the winning kernel.\n"

@@ -389,31 +389,13 @@ campaign_data load_campaign(store::store& db, row_id campaign_id) {
     d.iterations.push_back(std::move(iv));
   }
 
-  // Attribution: mean gain of the iterations that kept an item against
-  // those that dropped it (the loop's own measure of what helped).
-  std::map<std::string, attribution_row> rows;
-  std::map<std::string, double> sum_k, sum_d;
-  for (const auto& iv : d.iterations) {
-    for (const auto& dd : d.dropout[iv.sum->iteration.id]) {
-      auto& r = rows[dd.item_id];
-      r.item_id = dd.item_id;
-      r.kind = dd.item_kind;
-      if (dd.kept) {
-        ++r.kept;
-        sum_k[dd.item_id] += iv.gain;
-      } else {
-        ++r.dropped;
-        sum_d[dd.item_id] += iv.gain;
-      }
-    }
+  // Attribution per draw (one per LLM call of an iteration; the rule and
+  // its fallbacks for older stores live in campaign::attribution).
+  {
+    std::vector<store::iteration_record> its;
+    for (const auto& s : d.summaries) its.push_back(s.iteration);
+    d.attribution = campaign::attribution(its, d.dropout, d.llm_calls, d.candidates, d.events);
   }
-  for (auto& [id, r] : rows) {
-    if (r.kept) r.mean_gain_kept = sum_k[id] / static_cast<double>(r.kept);
-    if (r.dropped) r.mean_gain_dropped = sum_d[id] / static_cast<double>(r.dropped);
-    d.attribution.push_back(r);
-  }
-  std::stable_sort(d.attribution.begin(), d.attribution.end(),
-                   [](const auto& a, const auto& b) { return a.effect() > b.effect(); });
 
   // Spend over time: the recorded LLM calls, else what sources reported per
   // iteration (sources that do not go through the recorded client).

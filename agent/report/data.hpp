@@ -5,7 +5,8 @@
 // score of every candidate (weight-averaged fraction of speed of light over
 // all workloads of the full sweep), the incumbent after every iteration, the
 // path from the start to the best candidate, spend over time and the
-// attribution of gains to the prompt items that dropout kept or dropped.
+// attribution of gains to the prompt items that each LLM call's dropout
+// draw kept or dropped.
 // Every view (`kopt log/lineage/diff/export/report/trace`) is built from this
 // model, so they agree with each other. The model reads only; it never
 // writes to the store.
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "campaign/dropout.hpp"
 #include "store/store.hpp"
 
 namespace kopt::report {
@@ -94,13 +96,9 @@ struct iteration_view {
   std::optional<double> elapsed_s;  // from the campaign's first iteration to this one's end
 };
 
-struct attribution_row {
-  std::string item_id;
-  std::string kind;
-  std::int64_t kept = 0, dropped = 0;
-  double mean_gain_kept = 0, mean_gain_dropped = 0;
-  double effect() const noexcept { return mean_gain_kept - mean_gain_dropped; }
-};
+// Per optional prompt item: the draws (LLM calls) that showed it or not and
+// their mean gains; the rule is campaign::attribution (docs/campaign.md).
+using attribution_row = campaign::item_attribution;
 
 struct spend_point {
   std::int64_t at_ms = 0;

@@ -528,7 +528,7 @@ std::string attribution_chart(const campaign_data& d) {
                half = (p.w - label_w - stats_w) / 2 - 10;
   std::ostringstream o;
   o << svg_open("attribution", p, rows.size(),
-                "mean gain of iterations that kept an item minus those that dropped it");
+                "mean gain of the LLM calls that kept an item minus those that dropped it");
   o << "<text class=\"tick\" x=\"" << f(cx - half)
     << "\" y=\"14\">helped less when kept ←</text><text class=\"tick\" x=\"" << f(cx + half)
     << "\" y=\"14\" text-anchor=\"end\">→ helped more when kept</text>";
@@ -829,10 +829,11 @@ std::string html_report(const campaign_data& d, const html_options& opts) {
     << outcome_chart(d) << "</section>";
 
   o << "<section><h2>Technique attribution</h2><p class=\"lead\">Optimization dropout keeps or "
-       "drops each optional prompt "
-       "item at random. Bars: mean gain of the iterations that kept the item minus that of those "
-       "that dropped it, in "
-       "percentage points; few iterations make this noisy.</p>"
+       "drops each optional prompt item at random, per iteration and again per LLM call. Bars: "
+       "mean gain of the calls that showed the item minus that of those that did not, in "
+       "percentage points; a call gets its iteration's gain when the promoted candidate is its "
+       "answer, else 0 (an iteration without recorded calls counts once). Few iterations make "
+       "this noisy.</p>"
     << attribution_chart(d) << "</section>";
   // Results per model and per strategy hint (report/models.hpp).
   o << models_html_section(d);

@@ -143,11 +143,17 @@ json candidate_research_json(store::store& db, const store::candidate_record& c)
   if (c.iteration_id)
     for (auto& it : db.iterations_of(c.campaign_id))
       if (it.id == *c.iteration_id) iter = it;
-  if (iter) {
-    json decisions = json::array();
-    for (const auto& dd : db.dropout_decisions_of(iter->id))
-      decisions.push_back(
+  std::vector<store::dropout_decision> iteration_decisions;
+  auto decisions_json = [](const std::vector<store::dropout_decision>& ds) {
+    json out = json::array();
+    for (const auto& dd : ds)
+      out.push_back(
           {{"item_id", dd.item_id}, {"kind", dd.item_kind}, {"kept", dd.kept}, {"p", dd.p}});
+    return out;
+  };
+  if (iter) {
+    iteration_decisions = db.dropout_decisions_of(iter->id);
+    const json decisions = decisions_json(iteration_decisions);
     j["iteration"] = {{"id", iter->id},
                       {"number", iter->number},
                       {"strategy", iter->strategy},
@@ -164,9 +170,16 @@ json candidate_research_json(store::store& db, const store::candidate_record& c)
   json calls = json::array();
   std::string link = "none";
   const auto all = db.llm_calls_of(c.campaign_id);
+  // What its own call showed (the call's dropout draw on top of the
+  // iteration's); null without a linked call.
+  json call_dropout = nullptr;
   if (c.llm_call_id) {
     for (const auto& call : all)
-      if (call.id == *c.llm_call_id) calls.push_back(llm_call_json(call));
+      if (call.id == *c.llm_call_id) {
+        calls.push_back(llm_call_json(call));
+        if (!iteration_decisions.empty())
+          call_dropout = decisions_json(campaign::call_decisions(iteration_decisions, call));
+      }
     link = "candidate";
   } else if (c.iteration_id) {
     for (const auto& call : all)
@@ -176,6 +189,7 @@ json candidate_research_json(store::store& db, const store::candidate_record& c)
   }
   j["llm_calls"] = calls;
   j["llm_call_link"] = link;
+  j["call_dropout"] = call_dropout;
   return j;
 }
 

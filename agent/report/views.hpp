@@ -26,7 +26,8 @@ nlohmann::json lineage_json(const campaign_data& d);
 
 // What `kopt show candidate` adds for researchers: the iteration (strategy,
 // prompt info, dropout decisions), the LLM call(s) with prompt and response,
-// and the derived outcome and score when the candidate's campaign loads.
+// the decisions as its own call saw them (`call_dropout`, null without a
+// linked call), and the derived outcome and score when the campaign loads.
 nlohmann::json candidate_research_json(store::store& db, const store::candidate_record& c);
 
 struct diff_line {

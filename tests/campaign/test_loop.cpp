@@ -205,7 +205,7 @@ TEST(Loop, DropoutDecisionsAreRecordedAndMatchThePrompt) {
   EXPECT_FALSE(at.empty());
   for (const auto& a : at) {
     if (a.kind == "directive") {
-      EXPECT_EQ(a.present + a.absent, 4) << a.item_id;
+      EXPECT_EQ(a.kept + a.dropped, 4) << a.item_id;  // no calls: one draw per iteration
     }
   }
 }

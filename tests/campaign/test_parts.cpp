@@ -90,27 +90,135 @@ TEST(Dropout, MaskHistoryHalfNeverProtected) {
   EXPECT_EQ(m, mask_history(h, 5));
 }
 
+store::dropout_decision decision(const char* id, bool kept) {
+  store::dropout_decision x;
+  x.item_id = id;
+  x.item_kind = "directive";
+  x.kept = kept;
+  return x;
+}
+
+store::llm_call_record call_row(store::row_id id, json meta, std::string status = "ok") {
+  store::llm_call_record c;
+  c.id = id;
+  c.status = std::move(status);
+  c.request = {{"temperature", 0.7}};
+  if (!meta.is_null()) c.request["meta"] = std::move(meta);
+  return c;
+}
+
 TEST(Dropout, AttributionComparesGainsWithAndWithout) {
-  std::map<std::int64_t, std::vector<store::dropout_decision>> d;
-  auto dec = [](const char* id, bool kept) {
-    store::dropout_decision x;
-    x.item_id = id;
-    x.item_kind = "directive";
-    x.kept = kept;
-    return x;
-  };
-  d[1] = {dec("a", true), dec("b", false)};
-  d[2] = {dec("a", true), dec("b", true)};
-  d[3] = {dec("a", false), dec("b", true)};
-  const auto at = attribution(d, {{1, 0.2}, {2, 0.1}, {3, 0.0}});
+  // Three draws (no calls: one per iteration).
+  std::vector<attribution_draw> draws = {
+      {std::nullopt, {decision("a", true), decision("b", false)}, 0.2},
+      {std::nullopt, {decision("a", true), decision("b", true)}, 0.1},
+      {std::nullopt, {decision("a", false), decision("b", true)}, 0.0}};
+  const auto at = attribution(draws);
   ASSERT_EQ(at.size(), 2u);
   EXPECT_EQ(at[0].item_id, "a");  // largest effect first
-  EXPECT_EQ(at[0].present, 2);
-  EXPECT_EQ(at[0].absent, 1);
-  EXPECT_NEAR(at[0].mean_gain_present, 0.15, 1e-12);
-  EXPECT_NEAR(at[0].mean_gain_absent, 0.0, 1e-12);
-  EXPECT_NEAR(at[1].mean_gain_present, 0.05, 1e-12);
-  EXPECT_NEAR(at[1].mean_gain_absent, 0.2, 1e-12);
+  EXPECT_EQ(at[0].kept, 2);
+  EXPECT_EQ(at[0].dropped, 1);
+  EXPECT_NEAR(at[0].mean_gain_kept, 0.15, 1e-12);
+  EXPECT_NEAR(at[0].mean_gain_dropped, 0.0, 1e-12);
+  EXPECT_NEAR(at[1].mean_gain_kept, 0.05, 1e-12);
+  EXPECT_NEAR(at[1].mean_gain_dropped, 0.2, 1e-12);
+}
+
+TEST(Dropout, CallDecisionsApplyTheCallsOwnDraw) {
+  const std::vector<store::dropout_decision> it = {decision("a", true), decision("b", true),
+                                                   decision("c", false)};
+  auto kept = [](const std::vector<store::dropout_decision>& ds) {
+    std::string out;
+    for (const auto& d : ds) out += d.kept ? d.item_id : std::string("-");
+    return out;
+  };
+  // call_dropped removes a kept item; the iteration's dropped stays dropped.
+  EXPECT_EQ(kept(call_decisions(it, call_row(1, {{"call_dropped", {"b"}}, {"items", {"a"}}}))),
+            "a--");
+  // items alone says the same (what the call showed).
+  EXPECT_EQ(kept(call_decisions(it, call_row(2, {{"items", {"a", "history:best"}}}))), "a--");
+  // Call 1 of an iteration: nothing of its own dropped.
+  EXPECT_EQ(kept(call_decisions(it, call_row(3, {{"call_dropped", json::array()},
+                                                 {"items", {"a", "b", "history:best"}}}))),
+            "ab-");
+  // Old format: no meta, or meta without the draw: the iteration's decisions.
+  EXPECT_EQ(kept(call_decisions(it, call_row(4, nullptr))), "ab-");
+  EXPECT_EQ(kept(call_decisions(it, call_row(5, {{"model", "m"}}))), "ab-");
+}
+
+TEST(Dropout, OnlyThePromotedCallGetsTheGain) {
+  const auto c1 = call_row(11, {{"call", 0}, {"call_dropped", {"a"}}, {"items", {"b"}}});
+  const auto c2 = call_row(12, {{"call", 1}, {"call_dropped", {"b"}}, {"items", {"a"}}});
+  const auto failed = call_row(13, {{"call", 2}, {"call_dropped", json::array()}}, "timeout");
+  attribution_iteration it;
+  it.decisions = {decision("a", true), decision("b", true), decision("c", false)};
+  it.calls = {&c1, &c2, &failed};
+  it.promoted = true;
+  it.gain = 0.3;
+  it.promoted_call = 12;
+  const auto draws = attribution_draws(it);
+  ASSERT_EQ(draws.size(), 2u) << "a call that got no answer is not a draw";
+  EXPECT_EQ(draws[0].llm_call_id, 11);
+  EXPECT_EQ(draws[0].gain, 0.0);
+  EXPECT_EQ(draws[1].llm_call_id, 12);
+  EXPECT_EQ(draws[1].gain, 0.3);
+  const auto at = attribution(draws);
+  std::map<std::string, item_attribution> by;
+  for (const auto& a : at) by[a.item_id] = a;
+  // a: shown only to the winning call; b: shown only to the other one.
+  EXPECT_EQ(by["a"].kept, 1);
+  EXPECT_EQ(by["a"].dropped, 1);
+  EXPECT_NEAR(by["a"].mean_gain_kept, 0.3, 1e-12);
+  EXPECT_NEAR(by["a"].mean_gain_dropped, 0.0, 1e-12);
+  EXPECT_NEAR(by["b"].mean_gain_kept, 0.0, 1e-12);
+  EXPECT_NEAR(by["b"].mean_gain_dropped, 0.3, 1e-12);
+  // c: the iteration dropped it for both calls.
+  EXPECT_EQ(by["c"].kept, 0);
+  EXPECT_EQ(by["c"].dropped, 2);
+  EXPECT_NEAR(by["c"].mean_gain_dropped, 0.15, 1e-12);
+}
+
+TEST(Dropout, IterationsThatCannotBeSplitByCallCountOnce) {
+  const auto c1 = call_row(21, nullptr);
+  const auto c2 = call_row(22, nullptr);
+  attribution_iteration it;
+  it.decisions = {decision("a", true), decision("b", false)};
+  it.promoted = true;
+  it.gain = 0.2;
+  // No recorded calls (autotune, scripted sources): the iteration is one draw.
+  auto draws = attribution_draws(it);
+  ASSERT_EQ(draws.size(), 1u);
+  EXPECT_FALSE(draws[0].llm_call_id);
+  EXPECT_EQ(draws[0].gain, 0.2);
+  // Calls, but the promoted candidate names none of them (unlinked rows):
+  // the gain cannot be placed on a call, so the iteration stays one draw.
+  it.calls = {&c1, &c2};
+  draws = attribution_draws(it);
+  ASSERT_EQ(draws.size(), 1u);
+  EXPECT_EQ(draws[0].gain, 0.2);
+  it.promoted_call = 99;  // a call of another iteration
+  EXPECT_EQ(attribution_draws(it).size(), 1u);
+  // Linked, calls without meta (before per-call draws): one draw per call
+  // with the iteration's decisions, the gain on the promoted call only.
+  it.promoted_call = 22;
+  draws = attribution_draws(it);
+  ASSERT_EQ(draws.size(), 2u);
+  EXPECT_EQ(draws[0].gain, 0.0);
+  EXPECT_EQ(draws[1].gain, 0.2);
+  for (const auto& d : draws) {
+    ASSERT_EQ(d.decisions.size(), 2u);
+    EXPECT_TRUE(d.decisions[0].kept);
+    EXPECT_FALSE(d.decisions[1].kept);
+  }
+  // Not promoted: every call is a draw with gain 0.
+  it.promoted = false;
+  it.promoted_call.reset();
+  draws = attribution_draws(it);
+  ASSERT_EQ(draws.size(), 2u);
+  EXPECT_EQ(draws[0].gain + draws[1].gain, 0.0);
+  // Nothing optional in the prompt: nothing to attribute.
+  it.decisions.clear();
+  EXPECT_TRUE(attribution_draws(it).empty());
 }
 
 subject_result noisy(double time_ns, double rsd, std::uint64_t seed, std::size_t n = 40) {

@@ -120,6 +120,45 @@ TEST_F(ResearchCli, ShowCandidateHasPromptResponseLogsAndCounters) {
   EXPECT_NE(r.out.find("outcome        compile_error"), std::string::npos) << r.out;
 }
 
+// A candidate whose own call dropped an item its iteration kept: `show
+// candidate` lists that item as dropped, marked "(call)". The fixture's
+// calls carry no meta, so a copy of the store gets one.
+TEST_F(ResearchCli, ShowCandidateListsWhatItsOwnCallDropped) {
+  const fs::path copy = dir_ / "copy.db";
+  rs_->f.db.db().prepare("VACUUM INTO ?").bind_all(copy.string()).run();
+  std::string item;
+  {
+    auto db = kopt::store::store::open(copy);
+    const auto c = db.find_candidate(rs_->best);
+    ASSERT_TRUE(c && c->llm_call_id && c->iteration_id);
+    for (const auto& dd : db.dropout_decisions_of(*c->iteration_id))
+      if (dd.kept && item.empty()) item = dd.item_id;
+    ASSERT_FALSE(item.empty()) << "the best's iteration kept no optional item";
+    db.db()
+        .prepare("UPDATE llm_calls SET request_json = ? WHERE id = ?")
+        .bind_all(json{{"meta", {{"call", 1}, {"call_dropped", {item}}}}}.dump(), *c->llm_call_id)
+        .run();
+  }
+  const std::string cmd = "cd " + quote(dir_.path().string()) + " && " + quote(KOPT_BIN) +
+                          " --db " + quote(copy.string()) + " show candidate " +
+                          std::to_string(rs_->best) + " >o2.txt 2>e2.txt";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << slurp(dir_ / "e2.txt");
+  const std::string out = slurp(dir_ / "o2.txt");
+  const auto line = out.find("  dropped      ");
+  ASSERT_NE(line, std::string::npos) << out;
+  EXPECT_NE(out.substr(line, out.find('\n', line) - line).find(item + " (call)"), std::string::npos)
+      << out;
+  // And no longer among the kept ones.
+  const auto kept_at = out.find("  kept         ");
+  ASSERT_NE(kept_at, std::string::npos) << out;
+  std::stringstream kept(out.substr(kept_at + 15, out.find('\n', kept_at) - kept_at - 15));
+  for (std::string id; std::getline(kept, id, ',');) {
+    if (!id.empty() && id[0] == ' ') id.erase(0, 1);
+    EXPECT_NE(id, item) << out;
+  }
+}
+
 TEST_F(ResearchCli, DiffAndLineage) {
   auto r = kopt({"diff", std::to_string(rs_->seed), std::to_string(rs_->best), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

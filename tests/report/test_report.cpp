@@ -164,6 +164,171 @@ TEST_F(Report, ModelBreakdownCountsCallsLinkedCandidatesAndWins) {
   EXPECT_NE(html.find("openai/test-model", at), std::string::npos);
 }
 
+// One iteration whose two LLM calls dropped different items (call 0 the
+// first item the iteration kept, call 1 the second), each linked to its
+// candidate; call 1's candidate (speed 0.7) is promoted, call 0's (1.3) is
+// not. `with_meta` false writes the calls the way a recorder before
+// per-call draws did: no meta, so both calls showed the iteration's items.
+struct two_call_store {
+  test::fixture f;
+  std::vector<std::string> kept, dropped;  // the iteration's decisions
+  std::vector<store::row_id> calls;        // call 0, call 1
+  std::vector<campaign::item_attribution> loop_attribution;
+
+  explicit two_call_store(bool with_meta)
+      : f(test::operator_json(), {{"candidates_per_iteration", 2}, {"loop", {{"explore_p", 0.0}}}},
+          {1, {}, {}, {}}) {
+    campaign::scripted_source src(test::speeds_script({{"1.3", "0.7"}}));
+    campaign::fake_evaluator ev(test::default_model(), 0.01);
+    campaign::loop_hooks hooks;
+    hooks.at = [this, with_meta](std::string_view point, std::int64_t n) {
+      if (point != "after_proposals") return;
+      for (const auto& it : f.db.iterations_of(f.campaign_id)) {
+        if (it.number != n) continue;
+        for (const auto& d : f.db.dropout_decisions_of(it.id))
+          (d.kept ? kept : dropped).push_back(d.item_id);
+        if (kept.size() < 2) return;  // the test says so
+        for (int c = 0; c < 2; ++c) {
+          store::llm_call_record call;
+          call.campaign_id = f.campaign_id;
+          call.iteration_id = it.id;
+          call.provider = "openai";
+          call.model = "test-model";
+          call.request = {{"temperature", 0.7}};
+          if (with_meta) {
+            json shown = json::array({"history:best"});
+            for (const auto& k : kept)
+              if (k != kept[static_cast<std::size_t>(c)]) shown.push_back(k);
+            call.request["meta"] = {{"iteration", n},
+                                    {"call", c},
+                                    {"calls", 2},
+                                    {"items", shown},
+                                    {"call_dropped", {kept[static_cast<std::size_t>(c)]}}};
+          }
+          call.prompt = "call " + std::to_string(c);
+          call.response = "```cuda\n```";
+          const auto id = f.db.add_llm_call(call);
+          calls.push_back(id);
+          // speeds_script marks the k-th proposal "itN_k".
+          f.db.db()
+              .prepare(
+                  "UPDATE candidates SET llm_call_id = ? WHERE iteration_id = ? AND source LIKE ?")
+              .bind_all(id, it.id, "%it" + std::to_string(n) + "_" + std::to_string(c) + "%")
+              .run();
+        }
+      }
+    };
+    campaign::campaign_loop loop(f.db, f.campaign_id, f.op, src, ev, f.settings(), hooks);
+    loop.run();
+    loop_attribution = loop.attribution();
+  }
+};
+
+std::map<std::string, attribution_row> by_item(const std::vector<attribution_row>& rows) {
+  std::map<std::string, attribution_row> out;
+  for (const auto& r : rows) out[r.item_id] = r;
+  return out;
+}
+
+TEST(Attribution, PerCallDrawsCreditOnlyThePromotedCall) {
+  two_call_store s(true);
+  ASSERT_GE(s.kept.size(), 3u) << "the seed keeps too few directives for this test";
+  ASSERT_FALSE(s.dropped.empty());
+  ASSERT_EQ(s.calls.size(), 2u);
+  const auto d = load_campaign(s.f.db, s.f.campaign_id);
+  const auto* it = d.iteration(1);
+  ASSERT_NE(it, nullptr);
+  ASSERT_TRUE(it->promoted);
+  const double g = it->gain;
+  ASSERT_GT(g, 0);
+  // The promoted candidate is call 1's answer.
+  const auto promoted = d.campaign.best_candidate_id;
+  ASSERT_TRUE(promoted);
+  EXPECT_EQ(d.view(*promoted)->rec->llm_call_id, s.calls[1]);
+
+  const auto at = by_item(d.attribution);
+  // kept[0]: dropped by call 0 (not promoted: 0), shown by call 1 (promoted: g).
+  const auto& a0 = at.at(s.kept[0]);
+  EXPECT_EQ(a0.kept, 1);
+  EXPECT_EQ(a0.dropped, 1);
+  EXPECT_NEAR(a0.mean_gain_kept, g, 1e-12);
+  EXPECT_NEAR(a0.mean_gain_dropped, 0.0, 1e-12);
+  // kept[1]: dropped by the promoted call, shown by the other: the gain
+  // goes to "dropped", which per-iteration attribution could not see.
+  const auto& a1 = at.at(s.kept[1]);
+  EXPECT_EQ(a1.kept, 1);
+  EXPECT_EQ(a1.dropped, 1);
+  EXPECT_NEAR(a1.mean_gain_kept, 0.0, 1e-12);
+  EXPECT_NEAR(a1.mean_gain_dropped, g, 1e-12);
+  EXPECT_NEAR(a1.effect(), -g, 1e-12);
+  // Shown by both calls: one with g, one with 0.
+  for (std::size_t i = 2; i < s.kept.size(); ++i) {
+    const auto& a = at.at(s.kept[i]);
+    EXPECT_EQ(a.kept, 2) << a.item_id;
+    EXPECT_EQ(a.dropped, 0) << a.item_id;
+    EXPECT_NEAR(a.mean_gain_kept, g / 2, 1e-12) << a.item_id;
+  }
+  // Dropped by the iteration: absent from both calls.
+  for (const auto& id : s.dropped) {
+    EXPECT_EQ(at.at(id).kept, 0) << id;
+    EXPECT_EQ(at.at(id).dropped, 2) << id;
+    EXPECT_NEAR(at.at(id).mean_gain_dropped, g / 2, 1e-12) << id;
+  }
+  // The loop reports the same (one rule), and so does `kopt report --json`.
+  ASSERT_EQ(s.loop_attribution.size(), d.attribution.size());
+  const auto la = by_item(s.loop_attribution);
+  for (const auto& [id, r] : at) {
+    EXPECT_EQ(la.at(id).kept, r.kept) << id;
+    EXPECT_NEAR(la.at(id).mean_gain_dropped, r.mean_gain_dropped, 1e-12) << id;
+  }
+  bool found = false;
+  const json report_json = attribution_json(d);  // kept alive across the loop
+  for (const auto& j : report_json.at("items"))
+    if (j.at("item_id") == s.kept[1]) {
+      found = true;
+      EXPECT_EQ(j.at("dropped"), 1);
+      EXPECT_NEAR(j.at("mean_gain_dropped").get<double>(), g, 1e-12);
+    }
+  EXPECT_TRUE(found);
+  // `kopt show candidate`: the winner's own call dropped kept[1].
+  const auto rj = candidate_research_json(s.f.db, *d.view(*promoted)->rec);
+  ASSERT_TRUE(rj.at("call_dropout").is_array());
+  for (const auto& dd : rj["call_dropout"])
+    EXPECT_EQ(dd.at("kept").get<bool>(),
+              std::find(s.kept.begin(), s.kept.end(), dd.at("item_id")) != s.kept.end() &&
+                  dd.at("item_id") != s.kept[1])
+        << dd.dump();
+}
+
+TEST(Attribution, CallsWithoutTheirOwnDrawUseTheIterationsDecisions) {
+  two_call_store s(false);
+  ASSERT_GE(s.kept.size(), 3u);
+  const auto d = load_campaign(s.f.db, s.f.campaign_id);
+  const auto* it = d.iteration(1);
+  ASSERT_NE(it, nullptr);
+  ASSERT_TRUE(it->promoted);
+  const double g = it->gain;
+  ASSERT_GT(g, 0);
+  const auto at = by_item(d.attribution);
+  ASSERT_EQ(at.size(), s.kept.size() + s.dropped.size());
+  // Every call showed the iteration's kept items: each counts twice (two
+  // calls), once with the promoted call's gain and once with 0.
+  for (const auto& id : s.kept) {
+    EXPECT_EQ(at.at(id).kept, 2) << id;
+    EXPECT_EQ(at.at(id).dropped, 0) << id;
+    EXPECT_NEAR(at.at(id).mean_gain_kept, g / 2, 1e-12) << id;
+  }
+  for (const auto& id : s.dropped) {
+    EXPECT_EQ(at.at(id).dropped, 2) << id;
+    EXPECT_NEAR(at.at(id).mean_gain_dropped, g / 2, 1e-12) << id;
+  }
+  const auto promoted = d.campaign.best_candidate_id;
+  ASSERT_TRUE(promoted);
+  const auto rj = candidate_research_json(s.f.db, *d.view(*promoted)->rec);
+  ASSERT_TRUE(rj.at("call_dropout").is_array());
+  EXPECT_EQ(rj["call_dropout"], rj.at("iteration").at("dropout"));
+}
+
 TEST_F(Report, LogAndLineageJson) {
   auto db = reader();
   const auto d = load_campaign(db, rs_->f.campaign_id);
