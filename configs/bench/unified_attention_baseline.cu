@@ -45,9 +45,13 @@
 //   tensor work (three MMAs per key and dim instead of two).
 // - Output normalised by the row sum, staged through the warp's own Q rows
 //   in shared memory and written as 16-byte stores.
-// Measured on H200: PENDING for this version (P split hi + lo; the wgmma path): not yet
-// run on a GPU. An earlier version with fp16 P failed the tolerance on 24 of 25 workloads
-// at 20.2 % of speed of light weighted (docs/benchmarks.md, 2026-12-02).
+// - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
+//   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
+// Measured on the H200 (2026-12-02, kopt eval, docs/benchmarks.md): the two-warpgroup
+// path in the version whose lower warpgroup skipped the diagonal tile (UA_WG_SKIP = 1,
+// serialized by ptxas) was correct on the 18 workloads evaluated, s20 1358 us (24.2 %
+// of speed of light) against 1426 us for the mma.sync path; the default without the
+// skip (no serialization) has not run on a GPU.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
@@ -137,6 +141,11 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 #ifndef UA_LAZY
 // 1: the wgmma path rescales O only when a row max of the warp moved
 #define UA_LAZY 0
+#endif
+#ifndef UA_WG_SKIP
+// 1: on the two-warpgroup path, the lower warpgroup skips the diagonal tile its rows all
+// precede (serialized by ptxas; kept to reproduce the measured version)
+#define UA_WG_SKIP 0
 #endif
 #ifndef UA_PROBE
 // time-only probes of the wgmma path (wrong results): bit 1 no K / V loads after the first
@@ -538,6 +547,14 @@ __device__ __forceinline__ void attn_wgmma_d128(
   };
   const int kend = min(len, r0 + BM);
   const int ntiles = (kend + BN - 1) / BN;
+#if UA_WG_SKIP
+  // key tiles this warpgroup needs; 0 for the upper warpgroup of a last tile that
+  // ends in its lower half (it then only keeps the block's barriers)
+  const int wgr0 = r0 + 64 * (warp >> 2);  // the warpgroup's first row
+  const int wnt = wgr0 < len ? (min(len, wgr0 + 64) + BN - 1) / BN : 0;
+#else
+  const int wnt = ntiles;
+#endif
   load_tile(k_cache, 0, sT);
   load_tile(v_cache, 0, sT + 2 * TB);
   cp_async_commit();  // Q, K_0, V_0
@@ -578,12 +595,12 @@ __device__ __forceinline__ void attn_wgmma_d128(
         load_tile(k_cache, t + 1, sT + (b ^ 1) * TB);  // K_{t-1}'s buffer
       cp_async_commit();
     }
-    // Every warpgroup runs every tile of the block, also the lower one the diagonal tile
-    // that its rows all precede (fully masked: P = 0): skipping it is a branch on the
-    // warp index around wgmma, which ptxas serializes (C7520: every wgmma waited for,
-    // measured 1.31 ms against 1.12 ms without the lo MMA on s20).
-    constexpr bool do_s = true;
-    const bool do_pv = t > 0;
+    // By default every warpgroup runs every tile of the block, the lower one also the
+    // diagonal tile that its rows all precede (fully masked: P = 0). UA_WG_SKIP=1 skips
+    // it, a branch on the warp index around wgmma, which ptxas serializes (C7520: every
+    // wgmma waited for); that is the version measured on the H200 on 2026-12-02.
+    const bool do_s = t < wnt;
+    const bool do_pv = t > 0 && t <= wnt;
     if (do_s || do_pv) {
       fence_regs<D / 2>(o);
       fence_regs<BN / 2>(sacc);
@@ -684,15 +701,14 @@ __device__ __forceinline__ void attn_wgmma_d128(
     }
     if (!(UA_PROBE & 8))
       __syncthreads();  // every warp's P_{t-1} V_{t-1} is done: V_{t-1}'s buffer is free
-    if (!(UA_PROBE & 1) && t + 1 < ntiles)
-      load_tile(v_cache, t + 1, sT + (2 + (b ^ 1)) * TB);
+    if (!(UA_PROBE & 1) && t + 1 < ntiles) load_tile(v_cache, t + 1, sT + (2 + (b ^ 1)) * TB);
     cp_async_commit();
   }
   // The last P V (of the warpgroups that need the block's last tile).
   cp_async_wait<0>();
   fence_proxy_async();
   __syncthreads();
-  {
+  if (wnt == ntiles) {
     fence_regs<D / 2>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
@@ -710,6 +726,7 @@ __device__ __forceinline__ void attn_wgmma_d128(
     fence_regs<D / 2>(o);
   }
 
+  if (wnt == 0) return;  // no rows of this warpgroup exist (after the block's last barrier)
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float sum = l[hf];
@@ -763,7 +780,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                            num_kv_heads, max_blocks, smem);
       else if (UA_WGMMA == 1)
         attn_wgmma_d128<1>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
-                        num_kv_heads, max_blocks, smem);
+                           num_kv_heads, max_blocks, smem);
       else
         attn_tile<128, 128, 2, UA_BN128, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table,
                                                                  out, len, qs, num_query_heads,

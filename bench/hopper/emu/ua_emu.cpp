@@ -109,7 +109,8 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
       }
     }
   std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
-                     std::to_string(hkv) + (wg ? (UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
+                     std::to_string(hkv) +
+                     (wg ? (UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
   for (int l : lens) name += " " + std::to_string(l);
   return report(name, v);
 }
