@@ -63,12 +63,14 @@ def dense_kv(x, cache):
 def launch_fn(fns, x, out, cu, wgmma):
     fcu, fa = fns
     d, L = x["d"], x["L"]
-    # the config's launch plan (bm: 128 rows for d <= 128 on the mma.sync path,
-    # 64 on the wgmma path and for d >= 192), shared memory the largest any
-    # variant needs (BN 64 at d 128 on the mma.sync path)
+    # the config's launch plan (bm: 128 rows for d <= 128 on the mma.sync path and on
+    # the two-warpgroup wgmma path (UA_WGMMA=2, 256 threads), 64 on the one-warpgroup
+    # wgmma path and for d >= 192), shared memory the largest any variant needs
+    # (BN 64 at d 128 on the mma.sync path; 101376 bytes on the two-warpgroup path)
     X = min(1, 191 // d)
-    bm = 64 if (wgmma and d == 128) else 64 + 64 * X
-    smem = max((192 + 192 * X) * (32 * ((d + 15) // 16) + 16), 83968 if d == 128 else 0)
+    bm = 64 if (wgmma == 1 and d == 128) else 64 + 64 * X
+    threads = 256 if (wgmma == 2 and d == 128) else 128
+    smem = max((192 + 192 * X) * (32 * ((d + 15) // 16) + 16), 101376 if d == 128 else 0)
     fa.max_dynamic_shared_size_bytes = smem
     grid = (x["hq"], (L + bm - 1) // bm, x["n"])
     args = (P(x["q"]), P(x["kc"]), P(x["vc"]), P(x["su"]), P(x["bt"]), P(out), P(cu), np.int32(x["hq"]),
@@ -76,7 +78,7 @@ def launch_fn(fns, x, out, cu, wgmma):
 
     def run():
         fcu((1,), (1024,), (P(x["su"]), P(cu), np.int32(x["n"])))
-        fa(grid, (128,), args, shared_mem=smem)
+        fa(grid, (threads,), args, shared_mem=smem)
     return run
 
 
@@ -167,7 +169,8 @@ def main():
                 continue
             out = torch.full_like(x["q"], float("nan"))
             cu = torch.empty(n + 1, device="cuda", dtype=torch.int32)
-            run = launch_fn(fns[name], x, out, cu, "UA_WGMMA=1" in defs)
+            wg = next((int(v.split("=")[1]) for v in defs if v.startswith("UA_WGMMA=")), 0)
+            run = launch_fn(fns[name], x, out, cu, wg)
             run(); torch.cuda.synchronize()
             r = dict(variant=name, workload=w["id"], weight=w["weight"])
             if name not in a.no_check.split(","):

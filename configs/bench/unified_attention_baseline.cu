@@ -45,9 +45,13 @@
 //   tensor work (three MMAs per key and dim instead of two).
 // - Output normalised by the row sum, staged through the warp's own Q rows
 //   in shared memory and written as 16-byte stores.
-// Measured on H200: PENDING for this version (P split hi + lo; the wgmma path): not yet
-// run on a GPU. An earlier version with fp16 P failed the tolerance on 24 of 25 workloads
-// at 20.2 % of speed of light weighted (docs/benchmarks.md, 2026-12-02).
+// - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
+//   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
+// Measured on the H200 (2026-12-02, kopt eval, docs/benchmarks.md): the two-warpgroup
+// path in the version whose lower warpgroup skipped the diagonal tile (UA_WG_SKIP = 1,
+// serialized by ptxas) was correct on the 18 workloads evaluated, s20 1358 us (24.2 %
+// of speed of light) against 1426 us for the mma.sync path; the default without the
+// skip (no serialization) has not run on a GPU.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
@@ -129,8 +133,24 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 }
 
 #ifndef UA_WGMMA
-// 1: d = 128 on wgmma (attn_wgmma_d128); 0: on the mma.sync path (the config parameter)
+// d = 128 on 1: wgmma, one warpgroup of 64 rows per block (attn_wgmma_d128<1>); 2: wgmma,
+// two warpgroups of 64 rows sharing each K / V tile (256 threads); 0: the mma.sync path
+// (the config parameter)
 #define UA_WGMMA 0
+#endif
+#ifndef UA_LAZY
+// 1: the wgmma path rescales O only when a row max of the warp moved
+#define UA_LAZY 0
+#endif
+#ifndef UA_WG_SKIP
+// 1: on the two-warpgroup path, the lower warpgroup skips the diagonal tile its rows all
+// precede (serialized by ptxas; kept to reproduce the measured version)
+#define UA_WG_SKIP 0
+#endif
+#ifndef UA_PROBE
+// time-only probes of the wgmma path (wrong results): bit 1 no K / V loads after the first
+// tiles, 2 no exp2, 4 no wgmma in the loop, 8 no barriers in the loop
+#define UA_PROBE 0
 #endif
 #ifndef UA_V_SWAP
 // 1 swaps the two strides of V's MN-major descriptor (a probe: vlbo / vsbo in attn_wgmma_d128)
@@ -469,21 +489,25 @@ __device__ __forceinline__ void attn_tile(const __nv_bfloat16* __restrict__ q,
   }
 }
 
-// d = 128 on wgmma: one warpgroup (4 warps) per (query head, 64 query rows,
-// sequence); warp w owns rows 16w .. 16w + 15. Q is read once into
-// registers (ldmatrix, the A fragments of all 8 k16 steps). K and V tiles of
-// 64 keys, two buffers each, in two 64-column panels of 64 rows x 128 bytes,
-// 16-byte chunk c of row r at chunk c ^ (r % 8) (the 128-byte swizzle both
-// descriptors read). Per tile t: S_t = Q K_t^T (8 wgmma m64n64k16), then, while
-// the softmax of tile t runs, O += P_{t-1} V_{t-1} (8 wgmma m64n128k16: hi and
-// lo halves of P over 4 k16 steps) is still in flight; O is rescaled by
-// exp(m_{t-1} - m_t) once that group has completed.
+// d = 128 on wgmma: NWG consumer warpgroups (4 warps each) per (query head,
+// 64 NWG query rows, sequence), sharing the K / V tiles; warp w owns rows
+// 16w .. 16w + 15 (warpgroup w / 4 issues the wgmma of rows 64 (w / 4) ..).
+// Q is read once into registers (ldmatrix, the A fragments of all 8 k16
+// steps). K and V tiles of 64 keys, two buffers each, in two 64-column panels
+// of 64 rows x 128 bytes, 16-byte chunk c of row r at chunk c ^ (r % 8) (the
+// 128-byte swizzle both descriptors read). Per tile t: S_t = Q K_t^T (8 wgmma
+// m64n64k16), then, while the softmax of tile t runs, O += P_{t-1} V_{t-1}
+// (8 wgmma m64n128k16: hi and lo halves of P over 4 k16 steps) is still in
+// flight; O is rescaled by exp(m_{t-1} - m_t) once that group has completed.
+template <int NWG>
 __device__ __forceinline__ void attn_wgmma_d128(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
     const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
     const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
-  constexpr int D = 128, BM = 64, BN = 64, RS = D * 2 + 16, CH = D / 8;
+  constexpr int D = 128, BM = 64 * NWG, BN = 64, RS = D * 2 + 16, CH = D / 8;
+  constexpr int NT = 128 * NWG;    // threads
+  constexpr int RPI = NT / 16;     // tile rows one load pass covers
   constexpr int TB = BN * D * 2;   // bytes of one K or V tile
   constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile
   const int h = blockIdx.x, seq = blockIdx.z;
@@ -499,30 +523,38 @@ __device__ __forceinline__ void attn_wgmma_d128(
   const unsigned sT = (sQ + BM * RS + 1023u) & ~1023u;  // K0, K1, V0, V1 (the plan adds 1 KiB)
   const long long bt_row = static_cast<long long>(seq) * max_blocks;
 
-  for (int c = tid; c < BM * CH; c += 128) {
+  for (int c = tid; c < BM * CH; c += NT) {
     const int row = c / CH, ch = c % CH, r = r0 + row;
     const bool ok = r < len;
     cp_async16(sQ + row * RS + ch * 16, ok ? q + ((qs + r) * hq + h) * D + ch * 8 : q, ok ? 16 : 0);
   }
-  // Thread t copies chunk t % 16 (dims 8 (t % 16) ..) of rows t / 16 + 8 i: its
-  // swizzled position depends on the row only through r % 8 = t / 16.
+  // Thread t copies chunk t % 16 (dims 8 (t % 16) ..) of rows t / 16 + RPI i: its
+  // swizzled position depends on the row only through r % 8 = (t / 16) % 8.
   const int cc = tid & 15, rr = tid >> 4;
-  const unsigned dst_off = (cc >> 3) * PANEL + rr * 128 + (((cc & 7) ^ rr) << 4);
+  const unsigned dst_off = (cc >> 3) * PANEL + rr * 128 + (((cc & 7) ^ (rr & 7)) << 4);
   auto load_tile = [&](const __nv_bfloat16* __restrict__ cache, int t, unsigned dst) {
 #pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-      const int j = t * BN + rr + 8 * i;
+    for (int i = 0; i < BN / RPI; ++i) {
+      const int j = t * BN + rr + RPI * i;
       const bool ok = j < len;
       long long off = 0;
       if (ok) {
         const long long phys = block_table[bt_row + (j >> 4)];
         off = ((phys * 16 + (j & 15)) * hkv + hk) * D + cc * 8;
       }
-      cp_async16(dst + dst_off + i * 1024, cache + off, ok ? 16 : 0);
+      cp_async16(dst + dst_off + i * RPI * 128, cache + off, ok ? 16 : 0);
     }
   };
   const int kend = min(len, r0 + BM);
   const int ntiles = (kend + BN - 1) / BN;
+#if UA_WG_SKIP
+  // key tiles this warpgroup needs; 0 for the upper warpgroup of a last tile that
+  // ends in its lower half (it then only keeps the block's barriers)
+  const int wgr0 = r0 + 64 * (warp >> 2);  // the warpgroup's first row
+  const int wnt = wgr0 < len ? (min(len, wgr0 + 64) + BN - 1) / BN : 0;
+#else
+  const int wnt = ntiles;
+#endif
   load_tile(k_cache, 0, sT);
   load_tile(v_cache, 0, sT + 2 * TB);
   cp_async_commit();  // Q, K_0, V_0
@@ -558,24 +590,33 @@ __device__ __forceinline__ void attn_wgmma_d128(
     if (t > 0) {
       cp_async_wait<1>();  // K_t and V_{t-1} have landed (V_t may still be in flight)
       fence_proxy_async();
-      __syncthreads();
-      if (t + 1 < ntiles) load_tile(k_cache, t + 1, sT + (b ^ 1) * TB);  // K_{t-1}'s buffer
+      if (!(UA_PROBE & 8)) __syncthreads();
+      if (!(UA_PROBE & 1) && t + 1 < ntiles)
+        load_tile(k_cache, t + 1, sT + (b ^ 1) * TB);  // K_{t-1}'s buffer
       cp_async_commit();
     }
-    fence_regs<D / 2>(o);
-    fence_regs<BN / 2>(sacc);
-    fence_uregs<BN / 4>(&ph[0][0]);
-    fence_uregs<BN / 4>(&pl[0][0]);
-    wgmma_fence();
-    {
+    // By default every warpgroup runs every tile of the block, the lower one also the
+    // diagonal tile that its rows all precede (fully masked: P = 0). UA_WG_SKIP=1 skips
+    // it, a branch on the warp index around wgmma, which ptxas serializes (C7520: every
+    // wgmma waited for); that is the version measured on the H200 on 2026-12-02.
+    const bool do_s = t < wnt;
+    const bool do_pv = t > 0 && t <= wnt;
+    if (do_s || do_pv) {
+      fence_regs<D / 2>(o);
+      fence_regs<BN / 2>(sacc);
+      fence_uregs<BN / 4>(&ph[0][0]);
+      fence_uregs<BN / 4>(&pl[0][0]);
+      wgmma_fence();
+    }
+    if (do_s && !(UA_PROBE & 4)) {
       const unsigned long long dk = desc_sw128(sT + b * TB, 16, 1024);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
         wgmma_m64n64k16_rs(sacc, qf[kk], dk + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3), kk > 0);
+      wgmma_commit();
     }
-    wgmma_commit();
-    if (t > 0) {
-      wgmma_fence();
+    if (do_pv && !(UA_PROBE & 4)) {
+      if (do_s) wgmma_fence();
       const unsigned long long dv = desc_sw128(sT + (2 + (b ^ 1)) * TB, vlbo, vsbo);
 #pragma unroll
       for (int kj = 0; kj < BN / 16; ++kj) {
@@ -583,92 +624,109 @@ __device__ __forceinline__ void attn_wgmma_d128(
         wgmma_m64n128k16_rs_t(o, ph[kj], dv + kj * (2048 >> 4), 1);
       }
       wgmma_commit();
-      wgmma_wait<1>();
-    } else {
-      wgmma_wait<0>();
     }
-    fence_regs<BN / 2>(sacc);
+    if (do_s) {
+      if (do_pv)
+        wgmma_wait<1>();
+      else
+        wgmma_wait<0>();
+      fence_regs<BN / 2>(sacc);
 
-    const int t0 = t * BN;
-    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+      const int t0 = t * BN;
+      if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = wrow_lo + g + (e >> 1) * 8;
+            const int j = t0 + n * 8 + 2 * tig + (e & 1);
+            if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+          }
+      }
+      unsigned nh[BN / 16][4], nl[BN / 16][4];
+      float corr[2];
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float mx = m[hf];
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+          mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+        m[hf] = mx;
+        const float moff = mx * sl2;
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) {
+          float p0 = fmaf(sacc[4 * n + 2 * hf], sl2, -moff);
+          float p1 = fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff);
+          if (!(UA_PROBE & 2)) p0 = fast_exp2(p0), p1 = fast_exp2(p1);
+          sum += p0 + p1;
+          const unsigned hi = pack_bf162(p0, p1);
+          // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+          nh[n >> 1][(n & 1) * 2 + hf] = hi;
+          nl[n >> 1][(n & 1) * 2 + hf] =
+              pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+        }
+        l[hf] = l[hf] * corr[hf] + sum;
+      }
+      wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+      fence_regs<D / 2>(o);
+      fence_uregs<BN / 4>(&ph[0][0]);  // P_{t-1} stays live (read by the async MMAs) until here
+      fence_uregs<BN / 4>(&pl[0][0]);
+      // UA_LAZY: skip the rescale when no row max of the warp moved (most tiles of a
+      // long row); the branch is warp-uniform
+      if (!UA_LAZY || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+        for (int d = 0; d < D / 8; ++d) {
+          o[4 * d] *= corr[0];
+          o[4 * d + 1] *= corr[0];
+          o[4 * d + 2] *= corr[1];
+          o[4 * d + 3] *= corr[1];
+        }
+      }
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = wrow_lo + g + (e >> 1) * 8;
-          const int j = t0 + n * 8 + 2 * tig + (e & 1);
-          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+          ph[kj][e] = nh[kj][e];
+          pl[kj][e] = nl[kj][e];
         }
+    } else if (do_pv) {
+      wgmma_wait<0>();  // the warpgroup's last P V (its rows end before tile t)
+      fence_regs<D / 2>(o);
+      fence_uregs<BN / 4>(&ph[0][0]);
+      fence_uregs<BN / 4>(&pl[0][0]);
     }
-    unsigned nh[BN / 16][4], nl[BN / 16][4];
-    float corr[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = m[hf];
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
-      m[hf] = mx;
-      const float moff = mx * sl2;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
-        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
-        sum += p0 + p1;
-        const unsigned hi = pack_bf162(p0, p1);
-        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
-        nh[n >> 1][(n & 1) * 2 + hf] = hi;
-        nl[n >> 1][(n & 1) * 2 + hf] =
-            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
-      }
-      l[hf] = l[hf] * corr[hf] + sum;
-    }
-    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
-    fence_regs<D / 2>(o);
-    fence_uregs<BN / 4>(&ph[0][0]);  // P_{t-1} stays live (read by the async MMAs) until here
-    fence_uregs<BN / 4>(&pl[0][0]);
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[4 * d] *= corr[0];
-      o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1];
-      o[4 * d + 3] *= corr[1];
-    }
-#pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        ph[kj][e] = nh[kj][e];
-        pl[kj][e] = nl[kj][e];
-      }
-    __syncthreads();  // every warp's P_{t-1} V_{t-1} is done: V_{t-1}'s buffer is free
-    if (t + 1 < ntiles) load_tile(v_cache, t + 1, sT + (2 + (b ^ 1)) * TB);
+    if (!(UA_PROBE & 8))
+      __syncthreads();  // every warp's P_{t-1} V_{t-1} is done: V_{t-1}'s buffer is free
+    if (!(UA_PROBE & 1) && t + 1 < ntiles) load_tile(v_cache, t + 1, sT + (2 + (b ^ 1)) * TB);
     cp_async_commit();
   }
-  // The last P V.
+  // The last P V (of the warpgroups that need the block's last tile).
   cp_async_wait<0>();
   fence_proxy_async();
   __syncthreads();
-  fence_regs<D / 2>(o);
-  fence_uregs<BN / 4>(&ph[0][0]);
-  fence_uregs<BN / 4>(&pl[0][0]);
-  wgmma_fence();
-  {
-    const unsigned long long dv = desc_sw128(sT + (2 + ((ntiles - 1) & 1)) * TB, vlbo, vsbo);
+  if (wnt == ntiles) {
+    fence_regs<D / 2>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+    {
+      const unsigned long long dv = desc_sw128(sT + (2 + ((ntiles - 1) & 1)) * TB, vlbo, vsbo);
 #pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj) {
-      if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv + kj * (2048 >> 4), 1);
-      wgmma_m64n128k16_rs_t(o, ph[kj], dv + kj * (2048 >> 4), 1);
+      for (int kj = 0; kj < BN / 16; ++kj) {
+        if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv + kj * (2048 >> 4), 1);
+        wgmma_m64n128k16_rs_t(o, ph[kj], dv + kj * (2048 >> 4), 1);
+      }
     }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs<D / 2>(o);
   }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_regs<D / 2>(o);
 
+  if (wnt == 0) return;  // no rows of this warpgroup exist (after the block's last barrier)
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float sum = l[hf];
@@ -692,7 +750,9 @@ __device__ __forceinline__ void attn_wgmma_d128(
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 2)
+// 256 threads: the two-warpgroup wgmma path (UA_WGMMA = 2); every other path
+// runs 128 (THREADS). The register cap (255) is the same as (128, 2)'s.
+extern "C" __global__ void __launch_bounds__(256, 1)
     unified_attention_fa2(const __nv_bfloat16* __restrict__ q,
                           const __nv_bfloat16* __restrict__ k_cache,
                           const __nv_bfloat16* __restrict__ v_cache,
@@ -715,9 +775,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
     KOPT_UA_CASE(72, 80, 2, 64)
     KOPT_UA_CASE(80, 80, 2, 64)
     case 128:
-      if (UA_WGMMA)
-        attn_wgmma_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
-                        num_kv_heads, max_blocks, smem);
+      if (UA_WGMMA == 2)
+        attn_wgmma_d128<2>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                           num_kv_heads, max_blocks, smem);
+      else if (UA_WGMMA == 1)
+        attn_wgmma_d128<1>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                           num_kv_heads, max_blocks, smem);
       else
         attn_tile<128, 128, 2, UA_BN128, true, true, UA_P_SPLIT>(q, k_cache, v_cache, block_table,
                                                                  out, len, qs, num_query_heads,

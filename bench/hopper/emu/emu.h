@@ -84,6 +84,7 @@ constexpr int kMaxThreads = 1024;
 alignas(128) inline unsigned char smem[256 * 1024];  // the block's shared memory
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::barrier<>* g_warp_bar[32] = {};
+inline std::barrier<>* g_wg_bar[8] = {};  // per warpgroup (wgmma)
 inline thread_local std::vector<std::vector<std::function<void()>>>* t_groups = nullptr;
 inline thread_local std::vector<std::function<void()>> t_open;  // copies not yet committed
 
@@ -104,6 +105,18 @@ inline void warp_sync() {
 }
 inline void block_sync() {
   g_block_bar->arrive_and_wait();
+}
+inline void wg_sync() {
+  g_wg_bar[tid_() / 128]->arrive_and_wait();
+}
+inline bool __any_sync(unsigned, bool v) {
+  const int t = tid_();
+  g_slot[t].u[0] = v;
+  warp_sync();
+  bool r = false;
+  for (int i = 0; i < 32; ++i) r |= g_slot[(t & ~31) + i].u[0] != 0;
+  warp_sync();
+  return r;
 }
 inline void __syncthreads() {
   block_sync();
@@ -257,22 +270,22 @@ inline unsigned desc_addr(unsigned long long desc, int k, int n, bool trans) {
   return a ^ (((a >> 7) & 7) << 4);
 }
 
-// wgmma m64nNk16 with A from registers (warp w: rows 16w.., the mma A layout)
+// wgmma m64nNk16 with A from registers (warp w of the warpgroup: rows 16w.., the mma A layout)
 // and D in the mma C layout per n8 tile (d[4j + e]).
 template <int N>
 inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d,
                      bool trans) {
-  const int t = tid_();
+  const int t = tid_(), t0 = t & ~127;  // the warpgroup's first thread
   for (int i = 0; i < 4; ++i) g_slot[t].u[i] = a[i];
   g_slot[t].addr = db;
-  block_sync();
-  const unsigned long long desc = g_slot[0].addr;
+  wg_sync();
+  const unsigned long long desc = g_slot[t0].addr;
   auto A = [&](int r, int k) {
     const int w = r / 16, rr = r % 16, g = rr % 8, tt = (k % 8) / 2, reg = (rr / 8) + 2 * (k / 8);
-    const unsigned u = g_slot[32 * w + 4 * g + tt].u[reg];
+    const unsigned u = g_slot[t0 + 32 * w + 4 * g + tt].u[reg];
     return (k % 2) ? hi_bf(u) : lo_bf(u);
   };
-  const int w = t / 32, l = t % 32;
+  const int w = (t - t0) / 32, l = t % 32;
   std::vector<float> out(N / 2);
   for (int j = 0; j < N / 8; ++j)
     for (int e = 0; e < 4; ++e) {
@@ -285,7 +298,7 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
       }
       out[4 * j + e] = s;
     }
-  block_sync();
+  wg_sync();
   for (int i = 0; i < N / 2; ++i) d[i] = out[i];
 }
 inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
@@ -311,6 +324,11 @@ void launch(dim3e grid, int threads, F&& body) {
         for (int w = 0; w < threads / 32; ++w) {
           wb.push_back(std::make_unique<std::barrier<>>(32));
           g_warp_bar[w] = wb.back().get();
+        }
+        std::vector<std::unique_ptr<std::barrier<>>> gb;
+        for (int w = 0; w < (threads + 127) / 128; ++w) {
+          gb.push_back(std::make_unique<std::barrier<>>(std::min(128, threads - 128 * w)));
+          g_wg_bar[w] = gb.back().get();
         }
         g_block_bar = &bb;
         std::vector<std::thread> ts;

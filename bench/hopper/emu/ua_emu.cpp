@@ -71,10 +71,10 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   for (int i = 0; i < n; ++i) cu[i + 1] = cu[i] + lens[i];
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
   const bool wg = UA_WGMMA && d == 128;
-  const int bm = (wg || d >= 192) ? 64 : 128;
+  const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
   launch({static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
           static_cast<unsigned>(n)},
-         128, [&] {
+         UA_WGMMA == 2 && d == 128 ? 256 : 128, [&] {
            unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                                  cu.data(), hq, hkv, d, 16, mb);
          });
@@ -109,7 +109,8 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
       }
     }
   std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
-                     std::to_string(hkv) + (wg ? " wgmma" : " mma.sync") + " lens";
+                     std::to_string(hkv) +
+                     (wg ? (UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
   for (int l : lens) name += " " + std::to_string(l);
   return report(name, v);
 }
