@@ -62,6 +62,9 @@ json diagnose_row(const config::operator_config& op, const config::workload& w, 
     x.local_bytes = a.value("local_bytes", std::int64_t{0});
     const json km = kernels_meta.value(x.kernel, json::object());
     x.spill_bytes = km.value("spill_store_bytes", std::int64_t{0}) + km.value("spill_load_bytes", std::int64_t{0});
+    if (const auto it = km.find("performance_advisories"); it != km.end() && it->is_array())
+      for (const auto& a : *it)
+        if (a.is_string()) x.performance_advisories.push_back(a.get<std::string>());
     in.launches.push_back(x);
   }
   return harness::diagnose(in).to_json();

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The unified_attention baseline on the H200 (issue 23), about 4 minutes of device time.
 # 1) harness on 8 d = 128 workloads: the default (wg2: two wgmma warpgroups), wg2skip (the version
-#    measured on 2026-12-02, serialized by ptxas), wg (one warpgroup), fa2 (mma.sync), wg2ns (one
+#    measured on 2026-12-02, serialized by ptxas), fa2 (mma.sync), wg2ns (one
 #    bf16 P, time only: fails the tolerance), each against PyTorch SDPA on dense KV;
 # 2) kopt eval of the config's baseline on all 25 workloads in 4 batches (the naive reference
 #    makes one eval of all 25 overrun its limit); 3) kopt profile --full on s20.
@@ -18,7 +18,7 @@ el() { echo "$1 $(( $(date +%s) - T0 ))s"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $OUT/gpu.txt 2>&1; cat $OUT/gpu.txt
 H="python3 $A/unified_attention.py --src $C/unified_attention_baseline.cu --config $C/unified_attention.json"
 D128=s20_n1_l6294_hq32_hkv4_d128,s21_n1_l2018_hq32_hkv8_d128,s9_n324_l256_hq16_hkv4_d128,s0_n130_l256_hq10_hkv1_d128,s3_n1_l16_hq16_hkv1_d128,s7_n1_l1144_hq16_hkv2_d128,s16_n18_l256_hq28_hkv4_d128,s23_n1_l145_hq40_hkv8_d128
-PYTHONUNBUFFERED=1 timeout 80 $H --only $D128 --variants "wg2=UA_WGMMA=2;wg2skip=UA_WGMMA=2,UA_WG_SKIP=1;wg=UA_WGMMA=1;fa2=UA_WGMMA=0;wg2ns=UA_WGMMA=2,UA_P_SPLIT=0" --no-check wg2ns --out $OUT/h128.json > $OUT/h128.log 2>&1; el "h128 rc=$?"
+PYTHONUNBUFFERED=1 timeout 80 $H --only $D128 --variants "wg2=UA_WGMMA=2;wg2skip=UA_WGMMA=2,UA_WG_SKIP=1;fa2=UA_WGMMA=0;wg2ns=UA_WGMMA=2,UA_P_SPLIT=0" --no-check wg2ns --out $OUT/h128.json > $OUT/h128.log 2>&1; el "h128 rc=$?"
 grep summary $OUT/h128.log
 E="$K eval $C/unified_attention.json $P --seeds 1 --max-time 0.2 --no-store --json"
 B1="s20_n1_l6294_hq32_hkv4_d128 s21_n1_l2018_hq32_hkv8_d128 s7_n1_l1144_hq16_hkv2_d128 s3_n1_l16_hq16_hkv1_d128 s23_n1_l145_hq40_hkv8_d128 s16_n18_l256_hq28_hkv4_d128 s0_n130_l256_hq10_hkv1_d128 s1_n290_l256_hq10_hkv1_d128 s2_n484_l256_hq10_hkv1_d128 s9_n324_l256_hq16_hkv4_d128"

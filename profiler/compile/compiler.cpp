@@ -86,9 +86,11 @@ request request::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json kernel_info::to_json() const {
-  return {{"registers", registers}, {"stack_bytes", stack_bytes},
-          {"spill_store_bytes", spill_store_bytes}, {"spill_load_bytes", spill_load_bytes},
-          {"shared_static_bytes", shared_static_bytes}};
+  nlohmann::json j = {{"registers", registers}, {"stack_bytes", stack_bytes},
+                      {"spill_store_bytes", spill_store_bytes}, {"spill_load_bytes", spill_load_bytes},
+                      {"shared_static_bytes", shared_static_bytes}};
+  if (!performance_advisories.empty()) j["performance_advisories"] = performance_advisories;
+  return j;
 }
 
 nlohmann::json result::to_json() const {
@@ -127,6 +129,7 @@ result result::from_json(const nlohmann::json& j) {
       k.spill_store_bytes = kj.value("spill_store_bytes", std::int64_t{0});
       k.spill_load_bytes = kj.value("spill_load_bytes", std::int64_t{0});
       k.shared_static_bytes = kj.value("shared_static_bytes", std::int64_t{0});
+      k.performance_advisories = kj.value("performance_advisories", std::vector<std::string>{});
       r.kernels[name] = k;
     }
   return r;
@@ -152,7 +155,7 @@ std::string cache_key(const request& r) {
   nlohmann::json k = {{"source", r.source},
                       {"options", effective_options(r)},
                       {"nvrtc", nvrtc_version_string()},
-                      {"format", 2}};
+                      {"format", 3}};  // 3: kernels carry ptxas performance advisories
   return sha256_hex(k.dump());
 }
 
@@ -164,10 +167,17 @@ std::map<std::string, kernel_info> parse_ptxas_report(const std::string& log) {
       R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex regs_re(R"(Used (\d+) registers)");
   static const std::regex smem_re(R"((\d+) bytes smem)");
+  // ptxas prints these before the function blocks, naming the function.
+  static const std::regex advisory_re(R"(\((C\d+)\) Potential Performance Loss: (.*?)(?: in the function '([^']+)')?\s*$)");
   std::istringstream in(log);
   std::string line, current;
   std::smatch m;
   while (std::getline(in, line)) {
+    if (std::regex_search(line, m, advisory_re)) {
+      const std::string fn = m[3].matched ? std::string(m[3]) : current;
+      if (!fn.empty()) out[fn].performance_advisories.push_back(fmt::format("({}) {}", std::string(m[1]), std::string(m[2])));
+      continue;
+    }
     if (std::regex_search(line, m, entry_re) || std::regex_search(line, m, fn_re)) {
       current = m[1];
       out[current];

@@ -40,6 +40,11 @@ struct request {
 struct kernel_info {
   int registers = -1;
   std::int64_t stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0, shared_static_bytes = 0;
+  // ptxas "Potential Performance Loss" advisories for this function, e.g.
+  // "(C7520) wgmma.mma_async instructions are serialized due to ...": a
+  // kernel that compiles and is correct can still lose most of its speed to
+  // them, and ptxas says so only in its -v report.
+  std::vector<std::string> performance_advisories;
   nlohmann::json to_json() const;
 };
 

@@ -213,6 +213,22 @@ diagnosis diagnose(const diagnosis_input& in) {
                     {{"spill_bytes", spill}, {"local_bytes", local}, {"local_traffic_bytes", local_traffic}}});
     }
   }
+  // 6b. ptxas advisories: serialized wgmma (C75xx) is a tensor-core problem
+  // that no counter names directly: the MMAs run, one at a time.
+  {
+    nlohmann::json adv = nlohmann::json::array();
+    bool wgmma = false;
+    for (const auto& l : in.launches)
+      for (const auto& a : l.performance_advisories) {
+        adv.push_back({{"kernel", l.kernel}, {"message", a}});
+        wgmma = wgmma || a.find("wgmma") != std::string::npos;
+      }
+    if (!adv.empty())
+      fs.push_back({"tensor-core-underused", wgmma ? 0.7 : 0.3,
+                    fmt::format("ptxas reports a potential performance loss in {}: {}",
+                                adv[0]["kernel"].get<std::string>(), adv[0]["message"].get<std::string>()),
+                    {{"ptxas_advisories", adv}}});
+  }
   // 7. Excess bytes compared with the roofline.
   if (dram_bytes && in.roofline_bytes > 0 && *dram_bytes > excess_bytes_ratio * in.roofline_bytes) {
     const double ratio = *dram_bytes / in.roofline_bytes;

@@ -42,6 +42,7 @@ struct diagnosis_input {
     int registers = 0;
     std::int64_t local_bytes = 0;      // per thread (spills or local arrays)
     std::int64_t spill_bytes = 0;      // from ptxas
+    std::vector<std::string> performance_advisories;  // ptxas "Potential Performance Loss" lines
   };
   std::vector<launch> launches;
 };

@@ -178,6 +178,37 @@ TEST(PtxasReport, RealNvrtcLog) {
   EXPECT_EQ(k.at("k1").stack_bytes, 0);
 }
 
+// ptxas's "Potential Performance Loss" advisories (this one is the text
+// ptxas 13.0 printed for a wgmma kernel with a warp-dependent branch) land
+// on the function they name, even though they come before its block, and
+// survive the result's JSON round trip (the compile cache, the worker).
+TEST(PtxasReport, PerformanceAdvisoriesAreKeptPerFunction) {
+  const std::string log =
+      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+      "program dependence on compiler-inserted WG.AR in divergent path in the function 'ua'\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Function properties for other\n"
+      "ptxas info    : Used 20 registers\n"
+      "ptxas info    : Compiling entry function 'ua' for 'sm_90a'\n"
+      "ptxas info    : Function properties for ua\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 8 bytes cumulative stack size\n";
+  const auto k = parse_ptxas_report(log);
+  ASSERT_EQ(k.size(), 2u);
+  ASSERT_EQ(k.at("ua").performance_advisories.size(), 1u);
+  EXPECT_EQ(k.at("ua").performance_advisories[0],
+            "(C7520) wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted "
+            "WG.AR in divergent path");
+  EXPECT_EQ(k.at("ua").registers, 255);
+  EXPECT_TRUE(k.at("other").performance_advisories.empty());
+  result r;
+  r.st = result::status::ok;
+  r.kernels = k;
+  const auto back = result::from_json(r.to_json());
+  EXPECT_EQ(back.kernels.at("ua").performance_advisories, k.at("ua").performance_advisories);
+  EXPECT_FALSE(r.to_json()["kernels"]["other"].contains("performance_advisories"));
+}
+
 TEST(PtxasReport, OlderFormatAndMangledNames) {
   const std::string log =
       "ptxas info    : 0 bytes gmem\n"

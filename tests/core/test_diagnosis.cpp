@@ -124,6 +124,31 @@ TEST(Diagnosis, SpillsAndExcessBytesAreReportedWithNumbers) {
   }
 }
 
+// Serialized wgmma (ptxas advisory C75xx) is named even without counters:
+// the roofline alone cannot tell a serialized MMA stream from a slow one.
+TEST(Diagnosis, PtxasWgmmaSerializationIsATensorCoreFinding) {
+  auto in = h200();
+  in.median_ns = 1.4e6;
+  in.roofline_flops = 3.3e11;
+  in.roofline_bytes = 1e8;
+  in.peak_flops_per_s = 9.9e14;
+  auto l = grid(32 * 50, 256, 1);
+  l.kernel = "ua";
+  l.performance_advisories = {"(C7520) wgmma.mma_async instructions are serialized due to program dependence"};
+  in.launches = {l};
+  const auto d = diagnose(in);
+  ASSERT_TRUE(has(d, "tensor-core-underused")) << d.to_text();
+  for (const auto& f : d.findings)
+    if (f.cls == "tensor-core-underused" && f.evidence.contains("ptxas_advisories")) {
+      EXPECT_GE(f.severity, 0.7);
+      EXPECT_NE(f.summary.find("C7520"), std::string::npos) << f.summary;
+      EXPECT_EQ(f.evidence["ptxas_advisories"][0]["kernel"], "ua");
+    }
+  in.launches[0].performance_advisories.clear();
+  const auto quiet = diagnose(in);
+  for (const auto& f : quiet.findings) EXPECT_FALSE(f.evidence.contains("ptxas_advisories"));
+}
+
 TEST(Diagnosis, TailEffectFromWaveQuantization) {
   auto in = h200();
   in.median_ns = 200e3;
