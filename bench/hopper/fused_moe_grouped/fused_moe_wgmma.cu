@@ -8,8 +8,7 @@
 //    the order inside an expert is whatever the shared-memory atomics give)
 //    and writes a tile table: tile -> (expert, first sorted position, rows),
 //    BM = 128 rows per tile, an expert's last tile partial. Loads are batched
-//    (4 per thread in flight) and the shared-memory atomics are aggregated per
-//    warp (__match_any_sync: one atomic per distinct expert of a warp).
+//    (4 per thread in flight); one shared-memory atomic per slot.
 // 2. moe_gemm1 (persistent, 384 threads): tile (m, n) computes
 //    act[p, BN/2 n .. BN/2 (n + 1) - 1] = silu(x[token(p)] . w1[e, i]) * (x[token(p)] . w1[e, inter + i])
 //    for the tile's sorted positions p. The B tile is BN/2 gate rows then the
@@ -37,7 +36,15 @@
 // expert's count are zero-filled. Consumers (warpgroups 1, 2): 64 rows each,
 // four wgmma m64nBNk16 per stage, one stage of MMAs in flight. The ring is
 // 192 KiB: 4 stages of 48 KiB (BN 256) or 6 of 32 KiB (BN 128).
+// setmaxnreg: producer 64, consumers 216. The pool is per block: an .inc
+// waits until the .dec of the other warpgroups freed enough, so the split must
+// fit in the block's allocation (384 x 168 here); 64/224 asks for 1024 more
+// registers than exist and hangs (seen on the H200).
 // Limits: hidden % 256 == 0, inter % 128 == 0, experts <= 1024.
+// Measured (H200, driver 580.159.04, 2026-12-02, `kopt eval
+// configs/bench/fused_moe.json --seeds 1 --max-time 0.1`): correct on all 23
+// workloads, 45.7 % of speed of light weighted (naive reference 1.9 %);
+// 28.7 % (s3, 1023 tokens, 8 experts) to 71.9 % (s15). See docs/benchmarks.md.
 #include <cuda_bf16.h>
 
 #define BM 128
@@ -178,6 +185,9 @@ __device__ __forceinline__ int warp_agg_inc(int* ctr, int key) {
 }
 
 #define ROUTE_UNROLL 4
+#ifndef ROUTE_AGG
+#define ROUTE_AGG 0  // 1: warp-aggregated atomics (__match_any_sync); measured slower
+#endif
 extern "C" __global__ void __launch_bounds__(1024)
     moe_route(const int* __restrict__ topk_ids, int* __restrict__ route, int tokens, int top_k,
               int experts) {
@@ -199,7 +209,13 @@ extern "C" __global__ void __launch_bounds__(1024)
       ids[j] = s < slots ? topk_ids[s] : -1;
     }
 #pragma unroll
-    for (int j = 0; j < ROUTE_UNROLL; ++j) warp_agg_inc(cnt, ids[j]);
+    for (int j = 0; j < ROUTE_UNROLL; ++j) {
+#if ROUTE_AGG
+      warp_agg_inc(cnt, ids[j]);
+#else
+      if (ids[j] >= 0) atomicAdd(&cnt[ids[j]], 1);
+#endif
+    }
   }
   __syncthreads();
   // Inclusive Hillis-Steele scans of the counts and of the tile counts (1024 entries).
@@ -234,8 +250,12 @@ extern "C" __global__ void __launch_bounds__(1024)
     }
 #pragma unroll
     for (int j = 0; j < ROUTE_UNROLL; ++j) {
+#if ROUTE_AGG
       const int pos = warp_agg_inc(cur, ids[j]);
       if (ids[j] >= 0) sorted[off[ids[j]] + pos] = s0 + j * 1024 + threadIdx.x;
+#else
+      if (ids[j] >= 0) sorted[off[ids[j]] + atomicAdd(&cur[ids[j]], 1)] = s0 + j * 1024 + threadIdx.x;
+#endif
     }
   }
 }
@@ -344,7 +364,7 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
     if (out != nullptr) {  // atomic mode: zero out while the producer fills the first stages
       const long long total4 = (long long)tokens * hidden / 4;
       const long long nb = min((int)gridDim.x, num_tiles);  // the blocks that did not return
@@ -439,7 +459,7 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {

@@ -14,10 +14,11 @@ COMMON = ["tokens", "hidden", "inter", "top_k", "experts"]
 BOUND = "(ceil_div(tokens * top_k, 128) + experts)"  # the route's tile bound
 
 
-def plan(source, w1, w2, ordmax):
+def plan(source, w1, w2, ordmax, route_agg=0):
     return {
         "source_file": source,
-        "parameters": {"ORDMAX": {"values": [ordmax], "default": ordmax}},
+        "parameters": {"ORDMAX": {"values": [ordmax], "default": ordmax},
+                       "ROUTE_AGG": {"values": [route_agg], "default": route_agg}},
         "workspaces": {
             "route": {"bytes": "4 * (1 + 3 * " + BOUND + " + tokens * top_k)", "zero_init": False},
             "act": {"bytes": "2 * tokens * top_k * inter", "zero_init": False},
@@ -46,8 +47,30 @@ VARIANTS = {  # name: (W1, W2, ORDMAX)
     "wg_n256_n256": ("1", "1", 512),
     "wg_n128_n128": ("0", "0", 512),
     "wg_n256_n128": ("1", "0", 512),
+    "wg_n128_n256": ("0", "1", 512),
 }
+# The baseline's rule (measured 2026-12-02, docs/benchmarks.md): gemm1 at BN 128
+# when the slots average under 4 rows per expert (decode: twice the blocks to
+# stream the weights); gemm2 at BN 128 when its BN-256 tile count (estimated:
+# experts hit x tiles per expert x hidden / 256) is under half a wave.
+W1_RULE = "min(1, tokens * top_k / (4 * experts))"
+W2_RULE = "min(1, min(experts, tokens * top_k) * ceil_div(tokens * top_k, 128 * experts) * (hidden / 256) / 67)"
+VARIANTS["wg_rule"] = (W1_RULE, W2_RULE, 512)
+VARIANTS["wg_rule_agg"] = (W1_RULE, W2_RULE, 512, 1)
+
 if __name__ == "__main__":
-    for name, (w1, w2, om) in VARIANTS.items():
+    for name, v in VARIANTS.items():
         with open(os.path.join(HERE, name + ".json"), "w") as f:
-            f.write(json.dumps(plan("fused_moe_wgmma.cu", w1, w2, om), indent=1) + "\n")
+            f.write(json.dumps(plan("fused_moe_wgmma.cu", *v), indent=1) + "\n")
+    # configs/bench/fused_moe.json: "baseline" = this plan over fused_moe_baseline.cu
+    cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
+    text = open(cfg_path).read()
+    cfg = json.loads(text)
+    base = json.dumps(plan("fused_moe_baseline.cu", W1_RULE, W2_RULE, 512), indent=2).replace("\n", "\n  ")
+    if "baseline" in cfg:  # replace the object written before: it is the last key
+        text = text[: text.rindex(',\n  "baseline": ')] + "\n}\n"
+    end = text.rstrip().rindex("}")
+    text = text[:end].rstrip() + ',\n  "baseline": ' + base + "\n}\n"
+    assert json.loads(text)["baseline"] == json.loads(base)
+    with open(cfg_path, "w") as f:
+        f.write(text)
