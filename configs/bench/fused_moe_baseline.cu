@@ -9,13 +9,14 @@
 //    and writes a tile table: tile -> (expert, first sorted position, rows),
 //    BM = 128 rows per tile, an expert's last tile partial. Loads are batched
 //    (4 per thread in flight); one shared-memory atomic per slot.
-// 2. moe_gemm1 (persistent, 384 threads): tile (m, n) computes
-//    act[p, BN/2 n .. BN/2 (n + 1) - 1] = silu(x[token(p)] . w1[e, i]) * (x[token(p)] . w1[e, inter + i])
-//    for the tile's sorted positions p. The B tile is BN/2 gate rows then the
-//    BN/2 matching up rows, so in the m64nBN accumulator of a consumer thread the
-//    up value of a gate column sits BN/4 registers further on: the SwiGLU pairs
-//    need no exchange. act is bf16 (the reference keeps fp32; a 2^-9 relative
-//    rounding per element against the config's 2 % tolerance). In atomic mode
+// 2. moe_gemm1 (persistent, 384 threads): tile (m, n) computes, for the tile's
+//    sorted positions p and act columns i in [BN/2 n, BN/2 (n + 1)),
+//    act[p, i] = silu(x[token(p)] . w1[e, i]) * (x[token(p)] . w1[e, inter + i]).
+//    The B tile is BN/2 gate rows then the BN/2 matching up rows, so in the
+//    m64nBN accumulator of a consumer thread the up value of a gate column sits
+//    BN/4 registers further on: the SwiGLU pairs need no exchange. act is bf16
+//    (the reference keeps fp32; a 2^-9 relative rounding per element against
+//    the config's 2 % tolerance). In atomic mode
 //    the consumers of every working gemm1 block first zero part of `out`
 //    (gemm2 adds into it) while their producer fills the first stages.
 // 3. moe_gemm2 (persistent, 384 threads): tile (m, n) computes
@@ -53,8 +54,12 @@
 #define RING_BYTES (4 * 49152)  // the launch plan's shared_bytes is RING_BYTES + 2048
 // Functions, not static constexpr members: NVRTC emits those as writable
 // module-scope objects, which kopt rejects.
-__host__ __device__ constexpr int stage_bytes(int bn) { return A_BYTES + bn * BK * 2; }
-__host__ __device__ constexpr int ring_stages(int bn) { return RING_BYTES / stage_bytes(bn); }
+__host__ __device__ constexpr int stage_bytes(int bn) {
+  return A_BYTES + bn * BK * 2;
+}
+__host__ __device__ constexpr int ring_stages(int bn) {
+  return RING_BYTES / stage_bytes(bn);
+}
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -254,7 +259,8 @@ extern "C" __global__ void __launch_bounds__(1024)
       const int pos = warp_agg_inc(cur, ids[j]);
       if (ids[j] >= 0) sorted[off[ids[j]] + pos] = s0 + j * 1024 + threadIdx.x;
 #else
-      if (ids[j] >= 0) sorted[off[ids[j]] + atomicAdd(&cur[ids[j]], 1)] = s0 + j * 1024 + threadIdx.x;
+      if (ids[j] >= 0)
+        sorted[off[ids[j]] + atomicAdd(&cur[ids[j]], 1)] = s0 + j * 1024 + threadIdx.x;
 #endif
     }
   }
@@ -352,7 +358,8 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
 #pragma unroll
         for (int j = 0; j < BM / 16; ++j) {
           const bool ok = tok[j] >= 0;
-          cp_async16(sa + dst + j * 2048, ok ? x + (long long)tok[j] * hidden + k0 : x, ok ? 16 : 0);
+          cp_async16(sa + dst + j * 2048, ok ? x + (long long)tok[j] * hidden + k0 : x,
+                     ok ? 16 : 0);
         }
 #pragma unroll
         for (int j = 0; j < H / 16; ++j)
