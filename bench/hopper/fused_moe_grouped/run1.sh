@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Used for the run of 2026-12-02 05:58 UTC; wgmma_atomic.json / wgmma_reduce.json are in commit
+# 380d508 (since replaced by make_plans.py's plans). D: the folder holding the candidates.
 # First GPU run of the grouped MoE candidates (issue 23). Env: K (kopt), OUT, D (candidate dir).
 set -u
 P="--peaks configs/hardware/gpus.json --seeds 1 --max-time 0.1 --no-store --json --launch-timeout-ms 5000"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Run at 06:08 UTC (three variants, every workload a hang: setmaxnreg 64/224) and, with the
+# fourth variant, at 06:11 UTC. D: the folder holding make_plans.py's candidates.
 # Second and third GPU runs (issue 23): four tile-width variants on all 23 workloads, then a
 # per-kernel time split with Nsight Systems where the machine has it. Env: K, OUT, D.
 set -u

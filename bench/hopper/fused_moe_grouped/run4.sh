@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# The run of 2026-12-02 06:14 UTC (docs/benchmarks.md): the config's baseline, two comparisons
+# and kopt bench. D/bench_cfg: copies of configs/bench/fused_moe.json, fused_moe_baseline.cu and
+# fused_moe_reference.cu; D/run1code: fused_moe_wgmma.cu and wgmma_atomic.json of commit 380d508.
 set -u
 P="--peaks configs/hardware/gpus.json --seeds 1 --max-time 0.1 --no-store --json --launch-timeout-ms 5000"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } | tee "$OUT/gpu.txt"
