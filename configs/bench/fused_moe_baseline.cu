@@ -42,7 +42,7 @@
 // fit in the block's allocation (384 x 168 here); 64/224 asks for 1024 more
 // registers than exist and hangs (seen on the H200).
 // Limits: hidden % 256 == 0, inter % 128 == 0, experts <= 1024.
-// Measured (H200, driver 580.159.04, 2026-12-02, `kopt eval
+// Measured on H200 (driver 580.159.04, 2026-12-02, `kopt eval
 // configs/bench/fused_moe.json --seeds 1 --max-time 0.1`): correct on all 23
 // workloads, 45.7 % of speed of light weighted (naive reference 1.9 %);
 // 28.7 % (s3, 1023 tokens, 8 experts) to 71.9 % (s15). See docs/benchmarks.md.
