@@ -3,7 +3,8 @@
 # on an H200. From the repository root on the GPU machine, with kopt and kopt-worker built
 # or bundled (KOPT, KOPT_WORKER as in .gpuwork/verify.sh):
 #   OUT=/tmp/out bash bench/hopper/run_gemm_pending.sh
-# 1. the grouped MoE candidate (bench/hopper/fused_moe_grouped, never run) on 6 workloads;
+# 1. the grouped MoE mma.sync candidate (bench/hopper/fused_moe_grouped) on 6 workloads (run on
+#    2026-12-02: correct, 18.6 % SOL; the wgmma version is now fused_moe's baseline);
 # 2. the TMA GEMM under its knowledge-base config id (measured before only as a candidate);
 # 3. block_scaled_mm with EPI_V4 = 1 (vector epilogue for the swapped orientation, never
 #    run) against the baseline on the small-m shapes, where the split-K atomics dominate;
