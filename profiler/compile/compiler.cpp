@@ -86,8 +86,10 @@ request request::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json kernel_info::to_json() const {
-  nlohmann::json j = {{"registers", registers}, {"stack_bytes", stack_bytes},
-                      {"spill_store_bytes", spill_store_bytes}, {"spill_load_bytes", spill_load_bytes},
+  nlohmann::json j = {{"registers", registers},
+                      {"stack_bytes", stack_bytes},
+                      {"spill_store_bytes", spill_store_bytes},
+                      {"spill_load_bytes", spill_load_bytes},
                       {"shared_static_bytes", shared_static_bytes}};
   if (!performance_advisories.empty()) j["performance_advisories"] = performance_advisories;
   return j;
@@ -168,14 +170,17 @@ std::map<std::string, kernel_info> parse_ptxas_report(const std::string& log) {
   static const std::regex regs_re(R"(Used (\d+) registers)");
   static const std::regex smem_re(R"((\d+) bytes smem)");
   // ptxas prints these before the function blocks, naming the function.
-  static const std::regex advisory_re(R"(\((C\d+)\) Potential Performance Loss: (.*?)(?: in the function '([^']+)')?\s*$)");
+  static const std::regex advisory_re(
+      R"(\((C\d+)\) Potential Performance Loss: (.*?)(?: in the function '([^']+)')?\s*$)");
   std::istringstream in(log);
   std::string line, current;
   std::smatch m;
   while (std::getline(in, line)) {
     if (std::regex_search(line, m, advisory_re)) {
       const std::string fn = m[3].matched ? std::string(m[3]) : current;
-      if (!fn.empty()) out[fn].performance_advisories.push_back(fmt::format("({}) {}", std::string(m[1]), std::string(m[2])));
+      if (!fn.empty())
+        out[fn].performance_advisories.push_back(
+            fmt::format("({}) {}", std::string(m[1]), std::string(m[2])));
       continue;
     }
     if (std::regex_search(line, m, entry_re) || std::regex_search(line, m, fn_re)) {

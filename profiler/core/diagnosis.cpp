@@ -224,10 +224,12 @@ diagnosis diagnose(const diagnosis_input& in) {
         wgmma = wgmma || a.find("wgmma") != std::string::npos;
       }
     if (!adv.empty())
-      fs.push_back({"tensor-core-underused", wgmma ? 0.7 : 0.3,
-                    fmt::format("ptxas reports a potential performance loss in {}: {}",
-                                adv[0]["kernel"].get<std::string>(), adv[0]["message"].get<std::string>()),
-                    {{"ptxas_advisories", adv}}});
+      fs.push_back(
+          {"tensor-core-underused",
+           wgmma ? 0.7 : 0.3,
+           fmt::format("ptxas reports a potential performance loss in {}: {}",
+                       adv[0]["kernel"].get<std::string>(), adv[0]["message"].get<std::string>()),
+           {{"ptxas_advisories", adv}}});
   }
   // 7. Excess bytes compared with the roofline.
   if (dram_bytes && in.roofline_bytes > 0 && *dram_bytes > excess_bytes_ratio * in.roofline_bytes) {

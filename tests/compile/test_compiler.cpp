@@ -184,7 +184,8 @@ TEST(PtxasReport, RealNvrtcLog) {
 // survive the result's JSON round trip (the compile cache, the worker).
 TEST(PtxasReport, PerformanceAdvisoriesAreKeptPerFunction) {
   const std::string log =
-      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to "
       "program dependence on compiler-inserted WG.AR in divergent path in the function 'ua'\n"
       "ptxas info    : 0 bytes gmem\n"
       "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
@@ -197,7 +198,8 @@ TEST(PtxasReport, PerformanceAdvisoriesAreKeptPerFunction) {
   ASSERT_EQ(k.size(), 2u);
   ASSERT_EQ(k.at("ua").performance_advisories.size(), 1u);
   EXPECT_EQ(k.at("ua").performance_advisories[0],
-            "(C7520) wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted "
+            "(C7520) wgmma.mma_async instructions are serialized due to program dependence on "
+            "compiler-inserted "
             "WG.AR in divergent path");
   EXPECT_EQ(k.at("ua").registers, 255);
   EXPECT_TRUE(k.at("other").performance_advisories.empty());

@@ -134,7 +134,8 @@ TEST(Diagnosis, PtxasWgmmaSerializationIsATensorCoreFinding) {
   in.peak_flops_per_s = 9.9e14;
   auto l = grid(32 * 50, 256, 1);
   l.kernel = "ua";
-  l.performance_advisories = {"(C7520) wgmma.mma_async instructions are serialized due to program dependence"};
+  l.performance_advisories = {
+      "(C7520) wgmma.mma_async instructions are serialized due to program dependence"};
   in.launches = {l};
   const auto d = diagnose(in);
   ASSERT_TRUE(has(d, "tensor-core-underused")) << d.to_text();
