@@ -47,11 +47,10 @@
 //   in shared memory and written as 16-byte stores.
 // - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
 //   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
-// Measured on the H200 (2026-12-02, kopt eval, docs/benchmarks.md): the two-warpgroup
-// path in the version whose lower warpgroup skipped the diagonal tile (UA_WG_SKIP = 1,
-// serialized by ptxas) was correct on the 18 workloads evaluated, s20 1358 us (24.2 %
-// of speed of light) against 1426 us for the mma.sync path; the default without the
-// skip (no serialization) has not run on a GPU.
+// Measured on H200 (2026-12-02 07:19 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
+// this default is correct on all 25 workloads, 22.2 % of speed of light weighted; s20
+// 1227 us (26.7 %). The version whose lower warpgroup skipped the diagonal tile
+// (UA_WG_SKIP = 1, serialized by ptxas, C7520) took 1330 us; the mma.sync path 1451 us.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
