@@ -190,7 +190,14 @@ database::checkpoint_result database::checkpoint(checkpoint_mode mode) {
       break;
   }
   checkpoint_result r;
+  // One checkpoint at a time in the process, whoever runs it: SQLite's
+  // checkpoint lock would turn the second into an immediate SQLITE_BUSY.
+  if (g_wal.truncating.exchange(true)) {
+    r.busy = true;
+    return r;
+  }
   const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, m, &r.wal_frames, &r.checkpointed_frames);
+  g_wal.truncating = false;
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
     r.busy = true;
     return r;
