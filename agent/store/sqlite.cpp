@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <limits>
+#include <mutex>
 
 #include "common/error.hpp"
 
@@ -42,6 +44,35 @@ struct wal_counters {
   std::atomic<bool> truncating{false};
 };
 wal_counters g_wal;
+
+// While a checkpoint runs, this process's writers wait before they take
+// the write lock (transaction's BEGIN IMMEDIATE): SQLite's locks are
+// polled, not queued, so without this a dozen writers kept re-taking the
+// write lock that TRUNCATE waited for, and the WAL grew to 80 MiB while one
+// TRUNCATE waited (bench/store_scale.sh, 2026-12-02).
+std::mutex g_checkpoint_mu;
+std::condition_variable g_checkpoint_done;
+
+bool begin_checkpoint() {
+  std::lock_guard lk(g_checkpoint_mu);
+  return !g_wal.truncating.exchange(true);
+}
+
+void end_checkpoint() {
+  {
+    std::lock_guard lk(g_checkpoint_mu);
+    g_wal.truncating = false;
+  }
+  g_checkpoint_done.notify_all();
+}
+
+// Bounded: a checkpoint ends within its own wait (5 s by default); a writer
+// that holds a read snapshot while it waits here only makes that wait run out.
+void wait_for_checkpoint() {
+  if (!g_wal.truncating.load()) return;
+  std::unique_lock lk(g_checkpoint_mu);
+  g_checkpoint_done.wait_for(lk, std::chrono::seconds(10), [] { return !g_wal.truncating.load(); });
+}
 
 void raise_to(std::atomic<std::int64_t>& max, std::int64_t v) {
   for (auto seen = max.load(); v > seen && !max.compare_exchange_weak(seen, v);) {
@@ -192,12 +223,12 @@ database::checkpoint_result database::checkpoint(checkpoint_mode mode) {
   checkpoint_result r;
   // One checkpoint at a time in the process, whoever runs it: SQLite's
   // checkpoint lock would turn the second into an immediate SQLITE_BUSY.
-  if (g_wal.truncating.exchange(true)) {
+  if (!begin_checkpoint()) {
     r.busy = true;
     return r;
   }
   const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, m, &r.wal_frames, &r.checkpointed_frames);
-  g_wal.truncating = false;
+  end_checkpoint();
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
     r.busy = true;
     return r;
@@ -252,7 +283,7 @@ int database::on_wal_commit(void* ctx, sqlite3* db, const char* schema, int fram
   if (p.truncate_bytes > 0 && bytes > p.truncate_bytes) {
     // One at a time: the others would only find the checkpoint lock taken
     // (SQLITE_BUSY at once) and count a failure that is not one.
-    if (g_wal.truncating.exchange(true)) {
+    if (!begin_checkpoint()) {
       ++g_wal.skipped;
       return SQLITE_OK;
     }
@@ -263,7 +294,7 @@ int database::on_wal_commit(void* ctx, sqlite3* db, const char* schema, int fram
     const int rc =
         sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
     sqlite3_busy_timeout(db, clamp_ms(h->busy));
-    g_wal.truncating = false;
+    end_checkpoint();
     raise_to(g_wal.longest_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::steady_clock::now() - t0)
                                    .count());
@@ -435,6 +466,7 @@ transaction::transaction(database& db, kind k) : db_(db), nested_(db.in_transact
     savepoint_ = "kopt_sp_" + std::to_string(savepoint_counter.fetch_add(1));
     db_.exec("SAVEPOINT " + savepoint_);
   } else {
+    if (k == kind::immediate) wait_for_checkpoint();
     db_.exec(k == kind::immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   }
 }
