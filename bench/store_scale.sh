@@ -6,8 +6,10 @@
 # one row per status) and the WAL file's size every second. It prints:
 #  - evaluations per second for each 100k rows (the last 100k should be
 #    within 20 % of the first),
-#  - the largest WAL seen (the poller's and the daemon's own maximum),
-#  - /metrics and /health latency at the end (median and max of 20),
+#  - the largest WAL seen (the poller's and the daemon's own maximum, which
+#    includes every commit's count of WAL frames),
+#  - /metrics and /health latency at the end (median and max of 20), while
+#    the steps run and again with every campaign paused,
 #  - the research commands' times on one campaign of the big store against
 #    the same commands on a store that holds only that one campaign,
 #  - `kopt gc --dry-run` on the big store.
@@ -195,6 +197,20 @@ lat_m = [big.get("/metrics")[2] * 1000 for _ in range(20)]
 lat_h = [big.get("/health")[2] * 1000 for _ in range(20)]
 daemon_status = json.loads(big.get("/api/daemon")[1])
 metrics = big.get("/metrics")[1].decode()
+# The same with no step running: every campaign paused (`kopt pause`), so
+# that the figure is the endpoint's own cost, not the CPU the steps take.
+c = sqlite3.connect("file:%s?mode=ro" % big.db, uri=True, timeout=30)
+active = [r[0] for r in c.execute("SELECT id FROM campaigns WHERE state IN ('queued', 'running')")]
+c.close()
+for cid_ in active:
+    subprocess.run([kopt, "--db", big.db, "pause", str(cid_)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+t_pause = time.time()
+while states(big.db).get("running", 0) > 0 and time.time() - t_pause < 120:
+    time.sleep(0.5)
+time.sleep(1.0)
+lat_m_idle = [big.get("/metrics")[2] * 1000 for _ in range(20)]
+lat_h_idle = [big.get("/health")[2] * 1000 for _ in range(20)]
+idle_states = states(big.db)
 big.stop()
 
 print("\nbig store: %d campaigns submitted, %s after %.0f s; %d evaluation rows; %.2f GB file"
@@ -217,10 +233,15 @@ if len(rates) >= 2:
     print("  last 100k vs first 100k: %.2fx (%s)" % (rates[-1] / rates[0],
           "not more than 20 % slower" if rates[-1] >= 0.8 * rates[0] else "MORE than 20 % slower"))
 st = daemon_status.get("store", {})
-print("\nlargest WAL: %.1f MB (poller, every 1 s), %.1f MB (daemon, every tick); journal_size_limit 64 MiB; checkpoints %s"
-      % (wal_max / 2**20, st.get("wal_max_bytes", 0) / 2**20, st.get("checkpoints")))
-print("/metrics latency: median %.2f ms, max %.2f ms (20 requests)" % (statistics.median(lat_m), max(lat_m)))
+print("\nlargest WAL: %.1f MiB (poller, every 1 s), %.1f MiB (daemon: its ticks and every commit's frame count); "
+      "journal_size_limit 64 MiB (%s); checkpoints by the commits %s, periodic %s"
+      % (wal_max / 2**20, st.get("wal_max_bytes", 0) / 2**20,
+         "under it" if max(wal_max, st.get("wal_max_bytes", 0)) < 64 * 2**20 else "NOT under it",
+         st.get("size_checkpoints"), st.get("checkpoints")))
+print("/metrics latency while the steps run: median %.2f ms, max %.2f ms (20 requests)" % (statistics.median(lat_m), max(lat_m)))
 print("/health  latency: median %.2f ms, max %.2f ms" % (statistics.median(lat_h), max(lat_h)))
+print("with every campaign paused (%s): /metrics median %.2f ms, max %.2f ms; /health median %.2f ms, max %.2f ms"
+      % (idle_states, statistics.median(lat_m_idle), max(lat_m_idle), statistics.median(lat_h_idle), max(lat_h_idle)))
 steps = daemon_status.get("steps", {})
 print("steps by outcome: %s" % steps)
 
@@ -248,6 +269,7 @@ if g.returncode == 0:
           % (gt, len(j["campaigns"]), {k: v for k, v in j["total"].items() if k != "json_bytes"},
              j["total"]["json_bytes"] / 1e6))
 json.dump({"samples": samples, "rates_per_100k": rates, "wal_max_bytes": wal_max,
-           "metrics_ms": lat_m, "health_ms": lat_h, "daemon": daemon_status},
+           "metrics_ms": lat_m, "health_ms": lat_h, "metrics_paused_ms": lat_m_idle,
+           "health_paused_ms": lat_h_idle, "daemon": daemon_status},
           open(os.path.join(out, "store_scale.json"), "w"), indent=1)
 PY

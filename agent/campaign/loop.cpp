@@ -76,6 +76,8 @@ loop_settings loop_settings::from_campaign(const store::campaign_record& c) {
   s.promotion.min_gain = l.value("promotion_min_gain", s.promotion.min_gain);
   s.promotion.max_regression = l.value("promotion_max_regression", s.promotion.max_regression);
   s.base_seed = l.value("base_seed", s.base_seed);
+  s.history_window = static_cast<std::size_t>(std::max<std::int64_t>(
+      1, l.value("history_window", static_cast<std::int64_t>(s.history_window))));
   if (l.contains("directives")) {
     s.directives.clear();
     for (const auto& d : l.at("directives"))
@@ -103,6 +105,7 @@ json loop_settings::to_json() const {
             {"max_regression", promotion.max_regression},
             {"confidence", promotion.confidence}}},
           {"base_seed", base_seed},
+          {"history_window", history_window},
           {"directives", d}};
 }
 
@@ -111,8 +114,6 @@ json loop_state::to_json() const {
   for (const auto& e : elites) el.push_back({{"id", e.id}, {"key", e.key}, {"time_score", e.time_score}});
   json h = json::array();
   for (const auto& i : history) h.push_back(item_json(i));
-  json g = json::object();
-  for (const auto& [n, v] : gains) g[std::to_string(n)] = v;
   return {{"completed", completed},
           {"best_id", best_id ? json(*best_id) : json(nullptr)},
           {"best_key", best_key},
@@ -123,7 +124,6 @@ json loop_state::to_json() const {
           {"level", level},
           {"history", h},
           {"masked", masked},
-          {"gains", g},
           {"llm_errors", llm_errors},
           {"fatal", fatal ? json(*fatal) : json(nullptr)},
           {"exhausted", exhausted},
@@ -142,9 +142,10 @@ loop_state loop_state::from_json(const json& j) {
   s.stagnant = j.value("stagnant", 0);
   s.level = j.value("level", 0);
   for (const auto& i : j.value("history", json::array())) s.history.push_back(item_from(i));
+  // Checkpoints from before the window held every note and a "gains" map;
+  // iterate() trims the history at its next checkpoint, and the gains are
+  // read from the "promoted" events (attribution()).
   s.masked = j.value("masked", std::set<std::string>{});
-  const json gains_j = j.value("gains", json::object());
-  for (const auto& [k, v] : gains_j.items()) s.gains[std::stoll(k)] = v.get<double>();
   s.llm_errors = j.value("llm_errors", std::int64_t{0});
   s.fatal = opt_from<std::string>(j, "fatal");
   s.exhausted = j.value("exhausted", false);
@@ -671,7 +672,6 @@ void campaign_loop::iterate(std::int64_t n) {
         h.text = fmt::format("The current best (candidate {}) runs at {:.1f} % of speed of light (weighted).",
                              *challenger, 100 * st_.best_sol);
   }
-  st_.gains[n] = gain;
   const auto errors = answer_info.value("llm_errors", std::int64_t{0});
   st_.llm_errors += errors;
   if (!answer_info.value("fatal", json(nullptr)).is_null()) st_.fatal = answer_info.at("fatal").get<std::string>();
@@ -702,6 +702,7 @@ void campaign_loop::iterate(std::int64_t n) {
                          fmt::format("Iteration {} ({}): {}{}", n, p.strategy, note,
                                      promoted ? fmt::format(", gain {:.1f} %", 100 * gain) : std::string()),
                          true});
+  trim_history();
   st_.completed = n;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   db_.add_campaign_spend(campaign_id_, 1, 0, 0.0, elapsed);
@@ -884,6 +885,23 @@ std::vector<item_attribution> campaign_loop::attribution() {
                                    db_.candidates_of(campaign_id_), db_.events_of(campaign_id_));
   snapshot.commit();
   return out;
+}
+
+void campaign_loop::trim_history() {
+  // The notes are in iteration order after the protected entries: drop the
+  // oldest beyond the window, and their masks with them.
+  std::size_t notes = 0;
+  for (const auto& h : st_.history)
+    if (h.optional) ++notes;
+  for (auto it = st_.history.begin(); notes > s_.history_window && it != st_.history.end();) {
+    if (it->optional) {
+      st_.masked.erase(it->id);
+      it = st_.history.erase(it);
+      --notes;
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace kopt::campaign

@@ -59,6 +59,13 @@ struct loop_settings {
   promotion_rule promotion;
   std::uint64_t base_seed = 20261130;  // inputs of screen and full stages
   std::vector<prompt_item> directives;  // technique directives (optional items)
+  // Iteration notes kept in the loop state (and offered to the prompt), the
+  // newest; older ones stay in the iterations table (note, strategy). The
+  // prompt shows at most 12 history entries (prompts::limits::history), so
+  // 24 leaves room for dropout and masking; bounding it keeps the
+  // checkpoint and each iteration's dropout decisions the same size after
+  // 10 or 10,000 iterations. "loop": {"history_window": N}.
+  std::size_t history_window = 24;
 
   // Campaign settings JSON (as `kopt submit` stores them) plus overrides
   // under "loop" (e.g. {"loop": {"stagnation_window": 5}}).
@@ -83,9 +90,9 @@ struct loop_state {
   std::vector<elite> elites;
   int stagnant = 0;
   int level = 0;  // escalation reached (see dropout.hpp)
+  // history:best, history:baseline and the last history_window iteration notes.
   std::vector<prompt_item> history;
-  std::set<std::string> masked;
-  std::map<std::int64_t, double> gains;
+  std::set<std::string> masked;  // ids in history
   std::int64_t llm_errors = 0;
   std::optional<std::string> fatal;
   bool exhausted = false;
@@ -181,6 +188,7 @@ class campaign_loop {
   const nlohmann::json& variant_of(store::row_id id);
   std::map<std::string, workload_result> full_of(store::row_id id);
   void add_elite(store::row_id id, double time_score);
+  void trim_history();  // to s_.history_window notes
   void hook(std::string_view point, std::int64_t n);
   store::row_id event(const std::string& kind, const std::string& message, nlohmann::json data,
                       const std::string& level = "info");

@@ -184,7 +184,34 @@ void register_list(CLI::App& app, context& ctx) {
 struct status_options {
   std::int64_t campaign = 0;
   bool json = false;
+  // Paging of the active campaigns (issue #26), as `kopt list`. 0: all.
+  std::int64_t limit = 50;
+  std::int64_t offset = 0;
 };
+
+// The active campaigns, running then paused then queued (each newest
+// first), from `offset` on, at most `limit` (nullopt: all); each state's
+// count places the page, so only the page's rows are read.
+std::vector<store::campaign_record> active_page(store::store& s,
+                                                const std::map<std::string, std::int64_t>& counts,
+                                                std::int64_t offset,
+                                                std::optional<std::int64_t> limit) {
+  std::vector<store::campaign_record> out;
+  for (auto st : {store::campaign_state::running, store::campaign_state::paused,
+                  store::campaign_state::queued}) {
+    if (limit && static_cast<std::int64_t>(out.size()) >= *limit) break;
+    const std::int64_t n = counts.at(std::string(store::to_string(st)));
+    if (offset >= n) {
+      offset -= n;
+      continue;
+    }
+    std::optional<std::int64_t> take;
+    if (limit) take = *limit - static_cast<std::int64_t>(out.size());
+    for (auto& c : s.list_campaigns(st, std::nullopt, take, offset)) out.push_back(std::move(c));
+    offset = 0;
+  }
+  return out;
+}
 
 void register_status(CLI::App& app, context& ctx) {
   auto opts = std::make_shared<status_options>();
@@ -193,7 +220,15 @@ void register_status(CLI::App& app, context& ctx) {
   auto* id_opt =
       cmd->add_option("campaign", opts->campaign, "campaign id")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opts->json, "print JSON on stdout");
-  cmd->footer("Examples:\n  kopt status\n  kopt status 3 --json");
+  cmd->add_option("--limit", opts->limit,
+                  "without an id: at most N active campaigns (default 50; 0: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--offset", opts->offset, "without an id: skip the first N active campaigns")
+      ->check(CLI::NonNegativeNumber);
+  cmd->footer(
+      "Without an id: the counts by state and the active campaigns (running, paused, queued), "
+      "50 at a time; when more are active, stderr says how to see the next page.\n"
+      "Examples:\n  kopt status\n  kopt status --offset 50\n  kopt status 3 --json");
   cmd->callback([opts, &ctx, id_opt] {
     store::store s = ctx.open_reader();
     store::transaction snapshot(s.db(), store::transaction::kind::deferred);
@@ -208,18 +243,24 @@ void register_status(CLI::App& app, context& ctx) {
       return;
     }
     const auto counts = s.campaign_counts();
-    std::vector<store::campaign_record> active;
-    for (auto st : {store::campaign_state::running, store::campaign_state::paused,
-                    store::campaign_state::queued}) {
-      for (auto& c : s.list_campaigns(st)) active.push_back(std::move(c));
-    }
+    const std::int64_t total = counts.at("running") + counts.at("paused") + counts.at("queued");
+    const auto active =
+        active_page(s, counts, opts->offset,
+                    opts->limit > 0 ? std::optional<std::int64_t>(opts->limit) : std::nullopt);
+    const std::int64_t shown_to = opts->offset + static_cast<std::int64_t>(active.size());
+    if (shown_to < total)
+      std::cerr << "kopt: " << active.size() << " of " << total
+                << " active campaign(s) shown; next page: --offset " << shown_to
+                << " (or --limit 0 for all)\n";
     if (opts->json) {
       json arr = json::array();
       for (const auto& c : active) arr.push_back(to_json(c));
       print_json({{"database", s.path()},
                   {"schema_version", s.file_schema_version()},
                   {"campaigns", counts},
-                  {"active", arr}});
+                  {"active", arr},
+                  {"active_total", total},
+                  {"active_offset", opts->offset}});
     } else {
       std::cout << "database  " << s.path() << '\n';
       std::cout << "campaigns ";

@@ -100,6 +100,9 @@ class service {
   std::chrono::steady_clock::time_point last_checkpoint_{}, last_gc_{};
   std::int64_t wal_bytes_ = 0, wal_max_bytes_ = 0;
   std::map<std::string, std::int64_t> checkpoints_;  // by result: truncated, passive, busy
+  // The commits' size-triggered checkpoints (store::process_wal_stats).
+  std::map<std::string, std::int64_t> size_checkpoints_;
+  std::int64_t size_checkpoint_longest_ms_ = 0;
   std::int64_t gc_campaigns_ = 0;
 };
 

@@ -216,7 +216,8 @@ std::string metrics_text(store::store& reader, const json& status) {
          "Size of the store's WAL file at the last maintenance tick.");
   o << "kopt_store_wal_bytes " << store_j.value("wal_bytes", std::int64_t{0}) << '\n';
   family(o, "kopt_store_wal_max_bytes", "gauge",
-         "Largest WAL size the daemon has seen since it started.");
+         "Largest WAL size since the daemon started (its ticks and every commit's own "
+         "count of WAL frames).");
   o << "kopt_store_wal_max_bytes " << store_j.value("wal_max_bytes", std::int64_t{0}) << '\n';
   family(o, "kopt_store_wal_checkpoints_total", "counter",
          "Periodic WAL checkpoints by result (truncated, passive, busy, error).");
@@ -224,6 +225,15 @@ std::string metrics_text(store::store& reader, const json& status) {
     for (const auto& [k, v] : c.items())
       if (v.is_number())
         o << "kopt_store_wal_checkpoints_total{result=\"" << label(k) << "\"} "
+          << v.get<std::int64_t>() << '\n';
+  family(o, "kopt_store_wal_size_checkpoints_total", "counter",
+         "WAL checkpoints run by a commit that left the WAL past its threshold (truncated, "
+         "busy, locked, skipped: another was running) or past the PASSIVE page count "
+         "(passive).");
+  if (const json c = store_j.value("size_checkpoints", json::object()); c.is_object())
+    for (const auto& [k, v] : c.items())
+      if (v.is_number())
+        o << "kopt_store_wal_size_checkpoints_total{result=\"" << label(k) << "\"} "
           << v.get<std::int64_t>() << '\n';
   family(o, "kopt_store_gc_campaigns_total", "counter",
          "Finished campaigns collected by the retention setting (this daemon run).");

@@ -2,8 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <limits>
+#include <mutex>
 
 #include "common/error.hpp"
 
@@ -34,13 +37,72 @@ int to_int_size(std::size_t n, std::string_view what) {
   return static_cast<int>(n);
 }
 
+// Process-wide: the daemon's step connections come and go.
+struct wal_counters {
+  std::atomic<std::int64_t> truncated{0}, busy{0}, locked{0}, skipped{0}, longest_ms{0}, passive{0},
+      errors{0}, wal_max_bytes{0};
+  std::atomic<bool> truncating{false};
+};
+wal_counters g_wal;
+
+// While a checkpoint runs, this process's writers wait before they take
+// the write lock (transaction's BEGIN IMMEDIATE): SQLite's locks are
+// polled, not queued, so without this a dozen writers kept re-taking the
+// write lock that TRUNCATE waited for, and the WAL grew to 80 MiB while one
+// TRUNCATE waited (bench/store_scale.sh, 2026-12-02).
+std::mutex g_checkpoint_mu;
+std::condition_variable g_checkpoint_done;
+
+bool begin_checkpoint() {
+  std::lock_guard lk(g_checkpoint_mu);
+  return !g_wal.truncating.exchange(true);
+}
+
+void end_checkpoint() {
+  {
+    std::lock_guard lk(g_checkpoint_mu);
+    g_wal.truncating = false;
+  }
+  g_checkpoint_done.notify_all();
+}
+
+// Bounded: a checkpoint ends within its own wait (5 s by default); a writer
+// that holds a read snapshot while it waits here only makes that wait run out.
+void wait_for_checkpoint() {
+  if (!g_wal.truncating.load()) return;
+  std::unique_lock lk(g_checkpoint_mu);
+  g_checkpoint_done.wait_for(lk, std::chrono::seconds(10), [] { return !g_wal.truncating.load(); });
+}
+
+void raise_to(std::atomic<std::int64_t>& max, std::int64_t v) {
+  for (auto seen = max.load(); v > seen && !max.compare_exchange_weak(seen, v);) {
+  }
+}
+
 }  // namespace
+
+wal_stats process_wal_stats() noexcept {
+  return {g_wal.truncated.load(), g_wal.busy.load(),         g_wal.locked.load(),
+          g_wal.skipped.load(),   g_wal.longest_ms.load(),   g_wal.passive.load(),
+          g_wal.errors.load(),    g_wal.wal_max_bytes.load()};
+}
+
+struct database::wal_hook {
+  wal_policy policy;
+  std::chrono::milliseconds busy{5000};  // the connection's own busy timeout, restored after
+  std::int64_t frame_bytes = 0;          // page size + the 24-byte frame header
+  std::int64_t max_bytes = 0;            // this connection's largest, after a commit
+};
+
+std::int64_t database::wal_max_bytes_seen() const noexcept {
+  return wal_ ? wal_->max_bytes : 0;
+}
 
 // --- database ---------------------------------------------------------------
 
 database::database(const std::filesystem::path& path, open_mode mode,
                    std::chrono::milliseconds busy_timeout)
-    : path_(path.string()), mode_(mode) {
+    : path_(path.string()), mode_(mode), busy_timeout_(busy_timeout) {
   int flags = SQLITE_OPEN_EXRESCODE;
   switch (mode) {
     case open_mode::read_write_create:
@@ -62,8 +124,9 @@ database::database(const std::filesystem::path& path, open_mode mode,
   }
   sqlite3_extended_result_codes(db_, 1);
   const auto ms = busy_timeout.count();
-  const int timeout =
-      ms > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(ms);
+  const int timeout = ms > std::numeric_limits<int>::max()
+                          ? std::numeric_limits<int>::max()
+                          : static_cast<int>(std::max<std::int64_t>(ms, 0));
   if (const int brc = sqlite3_busy_timeout(db_, timeout); brc != SQLITE_OK) {
     std::string msg = "sqlite: busy_timeout (" + path_ + "): " + error_text(db_, brc);
     sqlite3_close_v2(db_);
@@ -74,6 +137,9 @@ database::database(const std::filesystem::path& path, open_mode mode,
 
 database::~database() {
   if (db_ != nullptr) {
+    // The hook's state is freed with this object; close_v2 may keep a
+    // zombie connection until its last statement is finalized.
+    if (wal_) sqlite3_wal_hook(db_, nullptr, nullptr);
     // close_v2 defers the close until outstanding statements finish instead
     // of failing with SQLITE_BUSY; nothing to report from a destructor.
     sqlite3_close_v2(db_);
@@ -81,14 +147,23 @@ database::~database() {
 }
 
 database::database(database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)), mode_(other.mode_) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      path_(std::move(other.path_)),
+      mode_(other.mode_),
+      busy_timeout_(other.busy_timeout_),
+      wal_(std::move(other.wal_)) {}
 
 database& database::operator=(database&& other) noexcept {
   if (this != &other) {
-    if (db_ != nullptr) sqlite3_close_v2(db_);
+    if (db_ != nullptr) {
+      if (wal_) sqlite3_wal_hook(db_, nullptr, nullptr);
+      sqlite3_close_v2(db_);
+    }
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
     mode_ = other.mode_;
+    busy_timeout_ = other.busy_timeout_;
+    wal_ = std::move(other.wal_);
   }
   return *this;
 }
@@ -146,7 +221,14 @@ database::checkpoint_result database::checkpoint(checkpoint_mode mode) {
       break;
   }
   checkpoint_result r;
+  // One checkpoint at a time in the process, whoever runs it: SQLite's
+  // checkpoint lock would turn the second into an immediate SQLITE_BUSY.
+  if (!begin_checkpoint()) {
+    r.busy = true;
+    return r;
+  }
   const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, m, &r.wal_frames, &r.checkpointed_frames);
+  end_checkpoint();
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
     r.busy = true;
     return r;
@@ -161,11 +243,78 @@ std::int64_t database::wal_bytes() const {
   return ec ? 0 : static_cast<std::int64_t>(n);
 }
 
-void database::set_busy_timeout(std::chrono::milliseconds timeout) {
+namespace {
+int clamp_ms(std::chrono::milliseconds timeout) {
   const auto ms = timeout.count();
-  const int t =
-      ms > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max() : static_cast<int>(ms);
-  if (const int rc = sqlite3_busy_timeout(db_, t); rc != SQLITE_OK) fail(rc, "busy_timeout");
+  return ms > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
+                                              : static_cast<int>(std::max<std::int64_t>(ms, 0));
+}
+}  // namespace
+
+void database::set_busy_timeout(std::chrono::milliseconds timeout) {
+  if (const int rc = sqlite3_busy_timeout(db_, clamp_ms(timeout)); rc != SQLITE_OK)
+    fail(rc, "busy_timeout");
+  busy_timeout_ = timeout;
+  if (wal_) wal_->busy = timeout;
+}
+
+void database::set_wal_policy(const wal_policy& policy) {
+  if (mode_ == open_mode::read_only) return;  // readers never commit
+  auto hook = std::make_unique<wal_hook>();
+  hook->policy = policy;
+  hook->busy = busy_timeout_;
+  hook->frame_bytes = pragma_int("page_size") + 24;
+  // sqlite3_wal_hook replaces the automatic checkpoint (sqlite3_wal_autocheckpoint
+  // is a wal hook too): the policy's own passes take its place.
+  sqlite3_wal_hook(db_, &database::on_wal_commit, hook.get());
+  wal_ = std::move(hook);
+}
+
+// Runs inside sqlite3_step of the COMMIT, after the commit is durable and the
+// write lock released. It must not throw (C frames) and returns SQLITE_OK
+// whatever happened: an error code would make the committed statement
+// report a failure. Busy and errors are counted (process_wal_stats).
+int database::on_wal_commit(void* ctx, sqlite3* db, const char* schema, int frames) {
+  auto* h = static_cast<wal_hook*>(ctx);
+  const std::int64_t bytes = frames > 0 ? 32 + frames * h->frame_bytes : 0;
+  h->max_bytes = std::max(h->max_bytes, bytes);
+  raise_to(g_wal.wal_max_bytes, bytes);
+  const auto& p = h->policy;
+  if (p.truncate_bytes > 0 && bytes > p.truncate_bytes) {
+    // One at a time: the others would only find the checkpoint lock taken
+    // (SQLITE_BUSY at once) and count a failure that is not one.
+    if (!begin_checkpoint()) {
+      ++g_wal.skipped;
+      return SQLITE_OK;
+    }
+    // TRUNCATE waits through the busy handler: for its own bounded wait,
+    // then the connection's timeout again.
+    const auto t0 = std::chrono::steady_clock::now();
+    sqlite3_busy_timeout(db, clamp_ms(p.wait));
+    const int rc =
+        sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    sqlite3_busy_timeout(db, clamp_ms(h->busy));
+    end_checkpoint();
+    raise_to(g_wal.longest_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now() - t0)
+                                   .count());
+    if (rc == SQLITE_OK)
+      ++g_wal.truncated;
+    else if ((rc & 0xff) == SQLITE_BUSY)
+      ++g_wal.busy;
+    else if ((rc & 0xff) == SQLITE_LOCKED)
+      ++g_wal.locked;
+    else
+      ++g_wal.errors;
+  } else if (p.passive_pages > 0 && frames >= p.passive_pages) {
+    const int rc =
+        sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc == SQLITE_OK)
+      ++g_wal.passive;
+    else if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+      ++g_wal.errors;
+  }
+  return SQLITE_OK;
 }
 
 std::int64_t database::last_insert_rowid() const noexcept {
@@ -317,6 +466,7 @@ transaction::transaction(database& db, kind k) : db_(db), nested_(db.in_transact
     savepoint_ = "kopt_sp_" + std::to_string(savepoint_counter.fetch_add(1));
     db_.exec("SAVEPOINT " + savepoint_);
   } else {
+    if (k == kind::immediate) wait_for_checkpoint();
     db_.exec(k == kind::immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   }
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +22,48 @@ struct sqlite3_stmt;
 namespace kopt::store {
 
 class statement;
+
+// The size-triggered WAL checkpoint, run by a writing connection right after
+// each of its commits (sqlite3_wal_hook, which replaces SQLite's automatic
+// PASSIVE checkpoint at 1000 pages). The WAL only grows on a commit, so a
+// check after every commit of every writer bounds it by construction: past
+// `truncate_bytes` the committer runs wal_checkpoint(TRUNCATE), which takes
+// the write lock (no one appends while it runs), copies every frame into the
+// database, waits up to `wait` for the readers still on old frames (readers
+// are short: one statement or one snapshot), and empties the file. The WAL
+// then stays under truncate_bytes plus one transaction per writing
+// connection, unless a reader holds one snapshot for longer than `wait`
+// (TRUNCATE is then "busy": nothing is lost, the next commit tries again).
+// Below truncate_bytes it can run PASSIVE every commit past `passive_pages`,
+// as SQLite's own automatic checkpoint does. One TRUNCATE at a time in a
+// process: a commit that finds another one running skips its own (the
+// other empties the file; if it fails, the next commit tries again).
+// docs/daemon.md ("The store over weeks") has the whole policy.
+struct wal_policy {
+  std::int64_t truncate_bytes = 0;  // 0 or less: no size-triggered TRUNCATE
+  int passive_pages = 1000;         // 0 or less: no PASSIVE
+  std::chrono::milliseconds wait{5000};
+};
+
+// What the size-triggered checkpoints of this process did, over every
+// connection (the daemon opens one per campaign step). wal_max_bytes is the
+// largest WAL any commit left before its checkpoint (frames x frame size +
+// header: the file cannot be larger, since it grows only by frames that a
+// commit reports).
+struct wal_stats {
+  std::int64_t truncated = 0;
+  // TRUNCATE did not finish: another connection was checkpointing, or
+  // readers or a writer stayed past `wait` (busy); this connection was still
+  // reading, a statement in progress (locked).
+  std::int64_t busy = 0;
+  std::int64_t locked = 0;
+  std::int64_t skipped = 0;     // another connection of this process was truncating
+  std::int64_t longest_ms = 0;  // the longest size-triggered TRUNCATE
+  std::int64_t passive = 0;
+  std::int64_t errors = 0;
+  std::int64_t wal_max_bytes = 0;
+};
+wal_stats process_wal_stats() noexcept;
 
 class database {
  public:
@@ -60,6 +103,10 @@ class database {
   std::int64_t wal_bytes() const;
   // Changes the busy timeout of this connection.
   void set_busy_timeout(std::chrono::milliseconds timeout);
+  // Installs the size-triggered checkpoint on this (writing) connection.
+  void set_wal_policy(const wal_policy& policy);
+  // The largest WAL one of this connection's commits left (0 without a policy).
+  std::int64_t wal_max_bytes_seen() const noexcept;
 
   std::int64_t last_insert_rowid() const noexcept;
   std::int64_t changes() const noexcept;
@@ -72,9 +119,14 @@ class database {
   [[noreturn]] void fail(int rc, std::string_view what) const;
 
  private:
+  struct wal_hook;
+  static int on_wal_commit(void* hook, sqlite3* db, const char* schema, int frames);
   sqlite3* db_ = nullptr;
   std::string path_;
   open_mode mode_ = open_mode::read_only;
+  std::chrono::milliseconds busy_timeout_{5000};
+  // Heap-held so that the hook's pointer stays valid when the database moves.
+  std::unique_ptr<wal_hook> wal_;
 };
 
 // A prepared statement. Bind indexes are 1-based as in SQLite; column

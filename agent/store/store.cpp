@@ -323,6 +323,7 @@ store store::open(const std::filesystem::path& path, const open_options& options
   // corrupts the file. FULL would fsync on every commit of every sample.
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA journal_size_limit = " + std::to_string(options.journal_size_limit));
+  if (!memory) db.set_wal_policy(options.checkpoint_policy());
   if (db.pragma_int("foreign_keys") != 1) {
     throw store_error("store: this SQLite build does not enforce foreign keys (" + db.path() + ")");
   }
@@ -757,6 +758,14 @@ std::optional<event_record> store::latest_event(row_id campaign_id, std::string_
   st.bind(2, kind);
   if (!st.step()) return std::nullopt;
   return read_event(st);
+}
+
+std::vector<event_record> store::events_of_kind(row_id campaign_id, std::string_view kind) {
+  auto st = db_.prepare(
+      select_from(event_cols, "events", "WHERE campaign_id = ? AND kind = ? ORDER BY id"));
+  st.bind(1, campaign_id);
+  st.bind(2, kind);
+  return collect(st, read_event);
 }
 
 std::optional<event_record> store::latest_evaluated(row_id campaign_id, std::string_view stage) {

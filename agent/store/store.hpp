@@ -32,6 +32,21 @@ struct open_options {
   // to after a checkpoint resets it (without it the file keeps its largest
   // size for ever). 64 MiB; -1: no limit.
   std::int64_t journal_size_limit = std::int64_t{64} << 20;
+  // Writers: the WAL policy (wal_policy in sqlite.hpp; this is the one place it is
+  // decided). After every commit past a quarter of journal_size_limit the
+  // committing connection truncates the WAL, waiting up to this long for
+  // readers; the quarter leaves room under the limit for one more
+  // transaction of each of the other writing connections and for a
+  // TRUNCATE that found a reader. No PASSIVE pass below it: with a dozen
+  // writing connections, SQLite's PASSIVE every commit past 1000 pages held
+  // the checkpoint lock so often that most TRUNCATEs found it taken and the
+  // WAL reached twice the threshold (bench/store_scale.sh, 2026-12-02).
+  std::chrono::milliseconds wal_checkpoint_wait{5000};
+  wal_policy checkpoint_policy() const {
+    return {.truncate_bytes = journal_size_limit > 0 ? journal_size_limit / 4 : 0,
+            .passive_pages = 0,
+            .wait = wal_checkpoint_wait};
+  }
 };
 
 class store {
@@ -117,6 +132,8 @@ class store {
   // newest "evaluated" event of a stage.
   std::optional<event_record> latest_event(row_id campaign_id, std::string_view kind);
   std::optional<event_record> latest_evaluated(row_id campaign_id, std::string_view stage);
+  // Every event of one kind, oldest first (the same index).
+  std::vector<event_record> events_of_kind(row_id campaign_id, std::string_view kind);
 
   // --- the campaign loop's evaluation journal (schema v5) -------------------
   // Which "evaluated" event (and which subject in it) holds the result of a

@@ -8,14 +8,15 @@
 // v5, load() read every event and every candidate of the campaign, so the
 // rows grew with the history.
 //
-// What is not flat, by the loop's design and outside this issue: the
-// checkpoint row itself holds the prompt history (one line per iteration)
-// and each iteration writes one dropout decision per prompt item, so a
-// campaign of thousands of iterations writes more per iteration; the test
-// counts reads only, and the history here is that of 10 iterations.
+// The checkpoint itself is bounded too: it keeps the last history_window
+// iteration notes (the rest are in the iterations table) and no per-iteration
+// gains (the "promoted" events hold them), so its size and each
+// iteration's dropout decisions are the same after 10 or 1000 iterations.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -162,6 +163,77 @@ TEST(Scale, ResumedStepReadsTheSameWhateverTheHistory) {
   EXPECT_EQ(large.writes, small.writes);
   EXPECT_LT(large.reads, 100);
   EXPECT_LT(large.rows, 100);
+}
+
+std::int64_t latest_checkpoint_bytes(store::store& db, store::row_id id) {
+  auto st = db.db().prepare(
+      "SELECT length(data_json) FROM events WHERE campaign_id = ? AND kind = 'loop_state' "
+      "ORDER BY id DESC LIMIT 1");
+  st.bind(1, id);
+  EXPECT_TRUE(st.step());
+  return st.get_int(0);
+}
+
+std::int64_t decisions_of_iteration(store::store& db, store::row_id id, std::int64_t n) {
+  auto st = db.db().prepare(
+      "SELECT count(*) FROM dropout_decisions d JOIN iterations i ON i.id = d.iteration_id "
+      "WHERE i.campaign_id = ? AND i.number = ?");
+  st.bind(1, id);
+  st.bind(2, n);
+  EXPECT_TRUE(st.step());
+  return st.get_int(0);
+}
+
+TEST(Scale, CheckpointIsTheSameSizeAfter10And1000Iterations) {
+  test::fixture f(test::operator_json(), {{"candidates_per_iteration", 1},
+                                          {"target_sol_fraction", 0.0},
+                                          {"loop", {{"max_llm_errors", 1000000}}}});
+  fake_evaluator ev(test::default_model(), 0.01);
+  scripted_source src(one_slow_candidate());
+  auto settings = f.settings();
+  // A window that 10 iterations already fill, so that both checkpoints hold
+  // a full window (the default, 24, is full from iteration 24 on).
+  settings.history_window = 8;
+  std::int64_t done = 0;
+  auto run_to = [&](std::int64_t n) {
+    campaign_loop loop(f.db, f.campaign_id, f.op, src, ev, settings);
+    run_limits lim;
+    lim.max_iterations = n - done;
+    done = n;
+    const auto r = loop.run(lim);
+    EXPECT_FALSE(r.finished) << r.stop_reason;
+    EXPECT_EQ(loop.state().completed, n);
+    const auto& h = loop.state().history;
+    EXPECT_EQ(std::count_if(h.begin(), h.end(), [](const prompt_item& i) { return i.optional; }),
+              8);
+    return loop.state();
+  };
+  run_to(10);
+  const auto at10 = latest_checkpoint_bytes(f.db, f.campaign_id);
+  const auto decisions10 = decisions_of_iteration(f.db, f.campaign_id, 10);
+  const auto state = run_to(1000);
+  const auto at1000 = latest_checkpoint_bytes(f.db, f.campaign_id);
+  const auto decisions1000 = decisions_of_iteration(f.db, f.campaign_id, 1000);
+  std::cout << "checkpoint after 10 iterations: " << at10 << " bytes, " << decisions10
+            << " dropout decisions in iteration 10; after 1000: " << at1000 << " bytes, "
+            << decisions1000 << " in iteration 1000\n";
+  // The same up to the digits of the iteration numbers and the strategy
+  // names in the notes (without the window it would hold 990 more notes).
+  EXPECT_LE(std::abs(at1000 - at10), at10 / 10);
+  // One decision per offered optional item: the directives and the notes
+  // not masked, never more than the window (the masks differ: iteration
+  // 10 is in a partial restart).
+  const auto most = static_cast<std::int64_t>(settings.directives.size() + 8);
+  EXPECT_LE(decisions10, most);
+  EXPECT_LE(decisions1000, most);
+  // The oldest notes left the state, not the store: the iterations table
+  // keeps every one.
+  EXPECT_EQ(state.history.back().id, "history:iter1000");
+  EXPECT_EQ(f.db.iterations_of(f.campaign_id).size(), 1001u);
+  for (const auto& m : state.masked)
+    EXPECT_TRUE(std::any_of(state.history.begin(), state.history.end(),
+                            [&](const prompt_item& h) { return h.id == m; }))
+        << m << " is masked but not in the history";
 }
 
 // Everything the research commands show, as text.

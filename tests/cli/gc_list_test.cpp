@@ -1,6 +1,6 @@
-// `kopt list` paging and `kopt gc` (issue #26) through the binary: the
-// default page of 50 with the next page named on stderr, --limit 0,
-// --offset; gc's dry run, JSON report, archive and exit codes.
+// `kopt list` and `kopt status` paging and `kopt gc` (issue #26) through
+// the binary: the default page of 50 with the next page named on stderr,
+// --limit 0, --offset; gc's dry run, JSON report, archive and exit codes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -90,6 +90,50 @@ TEST_F(GcList, ListPagesFiftyAtATime) {
   EXPECT_NE(r.err.find("next page: --offset 10"), std::string::npos) << r.err;
   EXPECT_EQ(kopt({"--db", db(), "list", "--limit", "-1"}).code, 2);
   EXPECT_NE(kopt({"list", "--help"}).out.find("--offset"), std::string::npos);
+}
+
+TEST_F(GcList, StatusPagesTheActiveCampaigns) {
+  fill();
+  {
+    auto s = kopt::store::store::open(db());
+    s.db().exec(
+        "UPDATE campaigns SET state = 'running' WHERE id IN (10, 20);"
+        "UPDATE campaigns SET state = 'paused' WHERE id = 30;");
+  }
+  // 59 active: running 20 and 10, paused 30, then 56 queued (60 .. 2).
+  auto r = kopt({"--db", db(), "status", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = json::parse(r.out);
+  ASSERT_EQ(j["active"].size(), 50u);
+  EXPECT_EQ(j["active_total"], 59);
+  EXPECT_EQ(j["campaigns"]["queued"], 56);
+  EXPECT_EQ(j["active"][0]["id"], 20);
+  EXPECT_EQ(j["active"][1]["id"], 10);
+  EXPECT_EQ(j["active"][2]["id"], 30);
+  EXPECT_EQ(j["active"][3]["id"], 60);
+  EXPECT_NE(r.err.find("50 of 59 active campaign(s) shown; next page: --offset 50"),
+            std::string::npos)
+      << r.err;
+  r = kopt({"--db", db(), "status", "--json", "--offset", "50"});
+  j = json::parse(r.out);
+  ASSERT_EQ(j["active"].size(), 9u);
+  EXPECT_EQ(j["active"][8]["id"], 2);
+  EXPECT_EQ(r.err.find("next page"), std::string::npos) << r.err;
+  // A page across the states.
+  r = kopt({"--db", db(), "status", "--json", "--offset", "2", "--limit", "2"});
+  j = json::parse(r.out);
+  ASSERT_EQ(j["active"].size(), 2u);
+  EXPECT_EQ(j["active"][0]["id"], 30);
+  EXPECT_EQ(j["active"][1]["id"], 60);
+  r = kopt({"--db", db(), "status", "--json", "--limit", "0"});
+  EXPECT_EQ(json::parse(r.out)["active"].size(), 59u);
+  r = kopt({"--db", db(), "status", "--limit", "3"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("queued 56"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("3 of 59 active campaign(s) shown; next page: --offset 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(kopt({"--db", db(), "status", "--offset", "-1"}).code, 2);
 }
 
 TEST_F(GcList, GcDryRunReportsArchivesAndCollects) {
