@@ -54,11 +54,16 @@ dropout_result apply_dropout(const std::vector<prompt_item>& items, double p, st
 
 std::string_view to_string(escalation e) noexcept {
   switch (e) {
-    case escalation::none: return "none";
-    case escalation::higher_p: return "higher_p";
-    case escalation::partial_restart: return "partial_restart";
-    case escalation::restart_from_elite: return "restart_from_elite";
-    case escalation::different_algorithm: return "different_algorithm";
+    case escalation::none:
+      return "none";
+    case escalation::higher_p:
+      return "higher_p";
+    case escalation::partial_restart:
+      return "partial_restart";
+    case escalation::restart_from_elite:
+      return "restart_from_elite";
+    case escalation::different_algorithm:
+      return "different_algorithm";
   }
   return "unknown";
 }

@@ -33,7 +33,7 @@ std::uint64_t derive_seed(std::uint64_t seed, std::string_view purpose, std::int
 double unit_draw(std::uint64_t seed);
 
 struct dropout_result {
-  std::vector<prompt_item> kept;                 // protected items plus kept optional ones
+  std::vector<prompt_item> kept;                   // protected items plus kept optional ones
   std::vector<store::dropout_decision> decisions;  // one per optional item
 };
 

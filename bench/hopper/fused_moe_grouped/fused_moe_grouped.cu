@@ -2,7 +2,7 @@
 // (written 2026-12-02, checked on the CPU by emulate.py). First run on the H200
 // (2026-12-02): correct on the 6 workloads of run1.sh, 18.6 % of speed of light
 // weighted over them, against 48.0 % for the first wgmma version in the same run
-// (s0: 245.7 us against 73.7 us); superseded by fused_moe_wgmma.cu, the
+// (s0: 245.7 us against 73.7 us); superseded by configs/bench/fused_moe_baseline.cu, the
 // config's baseline. Kept as the simple sm_80-style example of the structure.
 //
 // Three launches:

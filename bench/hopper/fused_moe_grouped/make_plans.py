@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the launch plans of fused_moe_wgmma.cu: candidate JSONs for kopt eval
+"""Writes the launch plans of configs/bench/fused_moe_baseline.cu: candidate JSONs for kopt eval
 (--candidate) and the plan that configs/bench/fused_moe.json carries as its
 baseline. Parameters: W1, W2 (BN 256 when 1, 128 when 0, of gemm1 and gemm2;
 either a constant or an expression of the axes) and ORDMAX (ordered scatter
@@ -61,7 +61,7 @@ VARIANTS["wg_rule_agg"] = (W1_RULE, W2_RULE, 512, 1)
 if __name__ == "__main__":
     for name, v in VARIANTS.items():
         with open(os.path.join(HERE, name + ".json"), "w") as f:
-            f.write(json.dumps(plan("fused_moe_wgmma.cu", *v), indent=1) + "\n")
+            f.write(json.dumps(plan("../../../configs/bench/fused_moe_baseline.cu", *v), indent=1) + "\n")
     # configs/bench/fused_moe.json: "baseline" = this plan over fused_moe_baseline.cu
     cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
     text = open(cfg_path).read()
