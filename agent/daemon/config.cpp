@@ -220,10 +220,11 @@ daemon_config parse_config(const json& j, const std::filesystem::path& file) {
   c.lim.shutdown_grace_s = l.num("shutdown_grace_s", 8, 0, 3600);
 
   const reader h = r.sub("http");
-  h.only({"enabled", "address", "port"});
+  h.only({"enabled", "address", "port", "slice_us"});
   c.http.enabled = h.boolean("enabled", true);
   c.http.address = h.str("address", "127.0.0.1");
   c.http.port = static_cast<int>(h.integer("port", 8719, 0, 65535));
+  c.http.slice_us = static_cast<int>(h.integer("slice_us", 200, 0, 100000));
 
   const reader g = r.sub("log");
   g.only({"format", "level"});
@@ -381,7 +382,11 @@ json daemon_config::to_json() const {
           {"knowledge_base", {{"directories", kb_dirs}}},
           {"prompts_dir", prompts_dir.string()},
           {"limits", limits_json()},
-          {"http", {{"enabled", http.enabled}, {"address", http.address}, {"port", http.port}}},
+          {"http",
+           {{"enabled", http.enabled},
+            {"address", http.address},
+            {"port", http.port},
+            {"slice_us", http.slice_us}}},
           {"log", {{"format", log.format}, {"level", log.level}}}};
 }
 

@@ -76,6 +76,10 @@ struct http_settings {
   bool enabled = true;
   std::string address = "127.0.0.1";  // loopback by default: the API is read-only but not public
   int port = 8719;                    // 0: any free port (written to <state_dir>/daemon.json)
+  // The scheduling slice the HTTP threads ask for (Linux >= 6.12), so that a
+  // scrape is answered promptly while the steps keep every core busy; 0
+  // keeps the kernel's default. See common/sched.hpp.
+  int slice_us = 200;
 };
 
 struct log_settings {

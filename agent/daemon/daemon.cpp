@@ -256,7 +256,7 @@ void service::reload() {
     if (n.gpus != cfg_.gpus) ignored.push_back("gpus");
     if (n.evaluator != cfg_.evaluator) ignored.push_back("evaluator");
     if (n.http.address != cfg_.http.address || n.http.port != cfg_.http.port ||
-        n.http.enabled != cfg_.http.enabled)
+        n.http.enabled != cfg_.http.enabled || n.http.slice_us != cfg_.http.slice_us)
       ignored.push_back("http");
     // Every worker setting (also the timeouts and seeds) reaches the pool
     // only at start-up.

@@ -5,9 +5,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/sched.hpp"
 #include "daemon/daemon.hpp"
 #include "store/scheduling.hpp"
 
@@ -287,7 +290,54 @@ refresh();setInterval(refresh,5000);
 )HTML";
 }
 
-http_api::http_api(const service& svc) : svc_(svc), server_(std::make_unique<httplib::Server>()) {}
+namespace {
+
+// httplib's thread pool, with each of its threads asking the kernel for a
+// short time slice before its first request (common/sched.hpp says why):
+// a scrape then waits for at most about one such slice, not for the step
+// threads' default slices, when every core is busy with campaign steps.
+class short_slice_queue : public httplib::TaskQueue {
+ public:
+  short_slice_queue(std::size_t threads, std::chrono::microseconds slice)
+      : pool_(threads), slice_(slice) {}
+  void enqueue(std::function<void()> fn) override {
+    pool_.enqueue([slice = slice_, fn = std::move(fn)] {
+      apply_slice_once(slice);
+      fn();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+  // Once per thread; the first outcome of the process is logged, because
+  // every thread of one host gets the same answer.
+  static void apply_slice_once(std::chrono::microseconds slice) {
+    thread_local bool done = false;
+    if (done) return;
+    done = true;
+    const slice_request r = request_thread_slice(slice);
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      if (r.outcome == slice_request::result::applied)
+        spdlog::info("daemon: HTTP threads run with a {} us scheduling slice", slice.count());
+      else
+        spdlog::info("daemon: HTTP threads keep the default scheduling slice: {}", r.detail);
+    });
+  }
+
+ private:
+  httplib::ThreadPool pool_;
+  std::chrono::microseconds slice_;
+};
+
+}  // namespace
+
+http_api::http_api(const service& svc) : svc_(svc), server_(std::make_unique<httplib::Server>()) {
+  const auto slice = std::chrono::microseconds(svc_.config().http.slice_us);
+  if (slice.count() > 0)
+    server_->new_task_queue = [slice] {
+      return new short_slice_queue(CPPHTTPLIB_THREAD_POOL_COUNT, slice);
+    };
+}
 
 http_api::~http_api() {
   stop();
@@ -395,7 +445,14 @@ int http_api::start(const std::string& address, int port) {
                       address, port));
     port_ = port;
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // Read here, not on the thread: a reload replaces the configuration.
+  const auto slice = std::chrono::microseconds(svc_.config().http.slice_us);
+  thread_ = std::thread([this, slice] {
+    // The accepting thread wakes first on every request: it needs the short
+    // slice as much as the handlers do.
+    if (slice.count() > 0) short_slice_queue::apply_slice_once(slice);
+    server_->listen_after_bind();
+  });
   return port_;
 }
 

@@ -5,9 +5,12 @@
 // (and nothing of such a file reaches the store), one daemon per database,
 // SIGHUP with restart-only changes changes nothing, the daemon config's
 // duplicate keys and huge numbers are located errors, `--check` prints
-// every default and warns about an HTTP address other machines can reach.
+// every default and warns about an HTTP address other machines can reach;
+// the HTTP threads run with the configured scheduling slice (issue 26).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+
+#include <map>
 
 #include "common/error.hpp"
 #include "daemon/config.hpp"
@@ -295,4 +298,59 @@ TEST(DaemonHardening, SighupWithRestartOnlyChangesChangesNothing) {
   EXPECT_FALSE(fs::exists(dir / "elsewhere" / "spool"));
   d.signal(SIGTERM);
   ASSERT_TRUE(d.wait_exit(10s).has_value());
+}
+
+// Issue #26: the HTTP threads (the accepting one and the pool's) ask for
+// http.slice_us, so a scrape is not queued behind busy step threads. Read
+// off /proc: the kernel's own view of each thread's slice.
+TEST(DaemonHardening, HttpThreadsRunWithTheConfiguredSchedulingSlice) {
+  temp_dir dir;
+  json cfg = fake_config(10);
+  cfg["http"] = {{"port", 0}, {"slice_us", 350}};
+  daemon_process d(dir.path(), cfg);
+  d.spawn();
+  d.wait_ready();
+  // Several requests, so more than one pool thread has served one.
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(d.get("/metrics").status, 200);
+  std::map<long, int> slices;  // slice in us -> threads
+  bool reported = false;
+  for (const auto& t : fs::directory_iterator(fs::path("/proc") / std::to_string(d.pid()) / "task")) {
+    std::istringstream in(slurp(t.path() / "sched"));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("se.slice", 0) == 0) {
+        reported = true;
+        ++slices[std::stol(line.substr(line.find(':') + 1)) / 1000];
+      }
+  }
+  const std::string log = d.log();
+  d.signal(SIGTERM);
+  ASSERT_TRUE(d.wait_exit(10s).has_value());
+  if (log.find("keep the default scheduling slice") != std::string::npos) {
+    EXPECT_EQ(slices.count(350), 0u);
+    GTEST_SKIP() << "this kernel has no custom scheduling slices: "
+                 << log.substr(log.find("keep the default scheduling slice"), 120);
+  }
+  ASSERT_TRUE(reported) << "no se.slice in /proc/PID/task/*/sched";
+  EXPECT_NE(log.find("HTTP threads run with a 350 us scheduling slice"), std::string::npos) << log;
+  // The acceptor and at least one handler thread; the daemon's other
+  // threads (main, steps, pool starters) keep the default.
+  EXPECT_GE(slices[350], 2) << "threads per slice: " << json(slices).dump();
+  EXPECT_GE(slices.size(), 2u) << json(slices).dump();
+}
+
+TEST(DaemonConfigHardening, TheHttpSliceIsRangeChecked) {
+  EXPECT_EQ(daemon::parse_config({{"state_dir", "s"}}, "/tmp/d.json").http.slice_us, 200);
+  EXPECT_EQ(daemon::parse_config({{"state_dir", "s"}, {"http", {{"slice_us", 0}}}}, "/tmp/d.json")
+                .http.slice_us,
+            0);
+  for (const json& bad : {json(-1), json(100001), json("fast")}) {
+    try {
+      daemon::parse_config({{"state_dir", "s"}, {"http", {{"slice_us", bad}}}}, "/tmp/d.json");
+      ADD_FAILURE() << "accepted http.slice_us = " << bad.dump();
+    } catch (const kopt::config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("slice_us"), std::string::npos) << e.what();
+    }
+  }
+  const auto c = daemon::parse_config({{"state_dir", "s"}, {"http", {{"slice_us", 500}}}}, "/tmp/d.json");
+  EXPECT_EQ(c.to_json().at("http").at("slice_us"), 500);
 }
