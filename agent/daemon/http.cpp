@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -376,11 +378,25 @@ int http_api::start(const std::string& address, int port) {
                     {"waiting_for_agent", st.value("waiting_for_agent", json::array())}};
           send_json(res, h, h["ready"].get<bool>() ? 200 : 503);
         }));
-  s.Get("/metrics", guarded([this, reader](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", guarded([this, reader, db_path](const httplib::Request&, httplib::Response& res) {
+          // One read-only connection per HTTP thread, kept between scrapes:
+          // opening one (schema read, compatibility check) was most of a
+          // scrape's time under load (docs/benchmarks.md). An idle
+          // connection holds no snapshot, so it never pins the WAL;
+          // metrics_text's reads are one statement each.
+          thread_local std::optional<store::store> kept;
+          thread_local std::filesystem::path kept_path;
+          if (!kept || kept_path != db_path) {
+            kept.reset();
+            kept.emplace(reader());
+            kept_path = db_path;
+          }
           std::string text;
-          {
-            auto db = reader();
-            text = metrics_text(db, svc_.status());
+          try {
+            text = metrics_text(*kept, svc_.status());
+          } catch (...) {
+            kept.reset();  // a broken connection is not kept for the next scrape
+            throw;
           }
           res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
         }));

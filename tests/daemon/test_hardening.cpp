@@ -312,6 +312,15 @@ TEST(DaemonHardening, HttpThreadsRunWithTheConfiguredSchedulingSlice) {
   d.wait_ready();
   // Several requests, so more than one pool thread has served one.
   for (int i = 0; i < 16; ++i) EXPECT_EQ(d.get("/metrics").status, 200);
+  // Each HTTP thread keeps its store connection between scrapes: a kept
+  // connection must see what was committed after it was opened.
+  spool_write(d.spool(), "later.json", campaign_operator("later", 2).dump(2));
+  ASSERT_TRUE(eventually(
+      [&] { return d.scalar("SELECT count(*) FROM campaigns WHERE state = 'done'") == 1; }, 120s))
+      << d.log();
+  for (int i = 0; i < 16; ++i)
+    EXPECT_NE(d.get("/metrics").body.find("kopt_campaigns{state=\"done\"} 1\n"), std::string::npos)
+        << i;
   std::map<long, int> slices;  // slice in us -> threads
   bool reported = false;
   for (const auto& t : fs::directory_iterator(fs::path("/proc") / std::to_string(d.pid()) / "task")) {
