@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import FP8_CONFIG_SHAPES, P, fp8_inputs, load  # noqa: E402
 from bsmm_torch import ATOL, RTOL, check, ref_rows  # noqa: E402
 
-SRC = "configs/bench/block_scaled_mm_baseline.cu"
+SRC = "bench/hopper/bsmm_cluster/block_scaled_mm_cluster.cu"  # the kernel with the cl argument
 PEAK = 1979.0  # TFLOP/s, dense fp8, datasheet (configs/hardware/gpus.json)
 
 

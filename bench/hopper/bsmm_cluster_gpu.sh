@@ -6,6 +6,9 @@
 # 3) torch._scaled_mm on all 24 shapes; 4) the fp8 tensor core's accuracy per promotion width.
 # From a directory R holding configs/, bench/ and bundle/ (kopt, kopt-worker, libraries):
 #   OUT=... bash bench/hopper/bsmm_cluster_gpu.sh
+# Run on 2026-12-02 11:29 UTC while the cluster kernel and plan were the config's baseline; they
+# now live in bench/hopper/bsmm_cluster/ (candidate.json): pass it with --candidate to repeat.
+# Keep OUT's file count low: the device tool returns 8 files (tar them).
 R=$PWD; T0=$(date +%s)
 el() { echo "$1 $(( $(date +%s) - T0 ))s" | tee -a $OUT/steps.txt; }
 left() { echo $(( ${BUDGET:-250} - ($(date +%s) - T0) )); }

@@ -95,10 +95,8 @@ def main():
         mn = min(m, n)
         ws = torch.empty(2 * mn * kk + 4 * (kk // 128) * ((mn + 255) // 256) * 256, device="cuda", dtype=torch.uint8)
         maps = torch.zeros(256, device="cuda", dtype=torch.uint8)
-        args_p = (P(a), P(sa), P(b), P(out), P(ws), P(maps), np.int32(m), np.int32(n), np.int32(kk), np.int32(ctas),
-                  np.int32(1))  # cl = 1: no cluster (split K with atomics)
-        args_g = (P(sa), P(sb), P(out), P(ws), P(maps), np.int32(m), np.int32(n), np.int32(kk), np.int32(ctas),
-                  np.int32(1))
+        args_p = (P(a), P(sa), P(b), P(out), P(ws), P(maps), np.int32(m), np.int32(n), np.int32(kk), np.int32(ctas))
+        args_g = (P(sa), P(sb), P(out), P(ws), P(maps), np.int32(m), np.int32(n), np.int32(kk), np.int32(ctas))
 
         def launch():
             prep((528,), (256,), args_p)

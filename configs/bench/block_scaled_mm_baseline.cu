@@ -66,9 +66,7 @@ struct plan_t {
   int swap, rows_r, rows_s, tiles_r, tiles_s, tiles, splits, gps, groups;
 };
 // One decision for both launches: orientation, tiles, split-K.
-// cl > 1 (a cluster launch of cl blocks): the cl blocks of a cluster split K
-// of one tile and add their partial tiles through distributed shared memory.
-__device__ __forceinline__ plan_t make_plan(int M, int N, int K, int ctas, int cl) {
+__device__ __forceinline__ plan_t make_plan(int M, int N, int K, int ctas) {
   plan_t p;
   p.groups = K / 128;
   p.swap = M < N;
@@ -77,11 +75,6 @@ __device__ __forceinline__ plan_t make_plan(int M, int N, int K, int ctas, int c
   p.tiles_r = (p.rows_r + BM - 1) / BM;
   p.tiles_s = (p.rows_s + BN - 1) / BN;
   p.tiles = p.tiles_r * p.tiles_s;
-  if (cl > 1) {  // every rank of the cluster is one split (a rank may get no group)
-    p.gps = (p.groups + cl - 1) / cl;
-    p.splits = cl;
-    return p;
-  }
   int splits = 1;
   if (2 * p.tiles <= ctas) splits = min(p.groups, ctas / p.tiles);
   p.gps = (p.groups + splits - 1) / splits;
@@ -184,8 +177,8 @@ extern "C" __global__ void __launch_bounds__(256)
     bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
               const __nv_fp8_e4m3* __restrict__ B, float* __restrict__ out,
               unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N, int K,
-              int ctas, int cl) {
-  const plan_t p = make_plan(M, N, K, ctas, cl);
+              int ctas) {
+  const plan_t p = make_plan(M, N, K, ctas);
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
@@ -245,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(256)
       ratio[i] = v;
     }
   }
-  if (p.splits > 1 && cl == 1) {  // partial sums are added into out
+  if (p.splits > 1) {  // partial sums are added into out
     float4* o4 = reinterpret_cast<float4*>(out);
     const long long total4 = (long long)M * N / 4;  // N % 128 == 0
     for (long long i = tid; i < total4; i += nthreads) o4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -354,162 +347,10 @@ __device__ __forceinline__ void red_add2(float* p, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
 
-// Distributed shared memory (cluster launches).
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_size() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-  return r;
-}
-// The address of this block's shared location `a` in block `rank` of the cluster.
-__device__ __forceinline__ unsigned map_rank(unsigned a, unsigned rank) {
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-  return r;
-}
-__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_addr) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred P1;\nWAITC_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra WAITC_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void st_cluster_v4(unsigned a, float x, float y, float z, float w) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(x), "f"(y), "f"(z),
-               "f"(w)
-               : "memory");
-}
-__device__ __forceinline__ float4 ld_shared_v4(unsigned a) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(a)
-               : "memory");
-  return v;
-}
-
-// d[4j .. 4j + 3] times the last group's sigma (the factor the plain epilogue applies).
-__device__ __forceinline__ void scale_cols(float* d, int j, int swap, const float* a_scales, int M,
-                                           int G, int gl, const float* sig, float sigt, int s0) {
-  if (!swap) {
-    const int cb = j >> 4;
-    d[4 * j] *= sig[cb];
-    d[4 * j + 1] *= sig[cb];
-    d[4 * j + 2] *= sig[2 + cb];
-    d[4 * j + 3] *= sig[2 + cb];
-  } else {
-    const int col = s0 + 8 * j;
-    const float f0 = col < M ? sigt * a_scales[(long long)col * G + gl] : 0.f;
-    const float f1 = col + 1 < M ? sigt * a_scales[(long long)(col + 1) * G + gl] : 0.f;
-    d[4 * j] *= f0;
-    d[4 * j + 1] *= f1;
-    d[4 * j + 2] *= f0;
-    d[4 * j + 3] *= f1;
-  }
-}
-// cl > 1 (2 or 4): the cluster's cl blocks hold partial tiles of the same output tile (split r
-// of K in rank r). The accumulator's columns j are cut into 4 quarters of 8 (64 S columns);
-// rank q % cl owns quarter q. Every rank scales its partial by its own last sigma, writes the
-// quarters owned by the other ranks into their shared memory (the pipeline stages, free once
-// all consumers are past their last MMA; 32 KB per quarter and writer, laid out [jj][consumer
-// thread] as float4, so the same thread of every rank touches the same addresses and the
-// stores are conflict-free), then adds the cl - 1 received copies to its own quarters and
-// stores them: no atomics, no zeroed output, each element written once.
-__device__ __forceinline__ unsigned slot_addr(unsigned base, int writer, int owner, int q, int cl,
-                                              int ctid) {
-  const int slot = (writer - owner + cl) % cl - 1, qi = q / cl;  // cl = 2: 2 quarters per slot
-  return base + (slot * (4 / cl) + qi) * 32768 + ctid * 16;
-}
-__device__ __forceinline__ void cluster_epilogue(float* d, const plan_t& p, const float* a_scales,
-                                                 float* out, int M, int N, int G, int gl,
-                                                 const float* sig, float sigt, long long r0, int s0,
-                                                 unsigned base, unsigned bar_ready,
-                                                 unsigned bar_slots, unsigned bar_done, int cl,
-                                                 int rank, int ctid, int ui) {
-  // This thread is past its last shared-memory read of the tile: tell the other ranks.
-  for (int o = 0; o < cl; ++o)
-    if (o != rank) mbar_arrive_remote(map_rank(bar_ready, (unsigned)o));
-  mbar_wait_cluster(bar_ready, ui & 1);  // every other rank's consumers are, too
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int o = q % cl;
-    if (o == rank) continue;
-    const unsigned dst = map_rank(slot_addr(base, rank, o, q, cl, ctid), (unsigned)o);
-#pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
-      const int j = 8 * q + jj;
-      scale_cols(d, j, p.swap, a_scales, M, G, gl, sig, sigt, s0);
-      st_cluster_v4(dst + jj * 4096, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
-    }
-  }
-  for (int o = 0; o < cl; ++o)
-    if (o != rank) mbar_arrive_remote(map_rank(bar_slots, (unsigned)o));
-  mbar_wait_cluster(bar_slots, ui & 1);  // the other ranks' parts of this block's quarters
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    if (q % cl != rank) continue;
-#pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
-      const int j = 8 * q + jj;
-      scale_cols(d, j, p.swap, a_scales, M, G, gl, sig, sigt, s0);
-      for (int wr = 0; wr < cl; ++wr) {  // fixed order: writer rank 0, 1, ...
-        if (wr == rank) continue;
-        const float4 v = ld_shared_v4(slot_addr(base, wr, rank, q, cl, ctid) + jj * 4096);
-        d[4 * j] += v.x;
-        d[4 * j + 1] += v.y;
-        d[4 * j + 2] += v.z;
-        d[4 * j + 3] += v.w;
-      }
-    }
-  }
-  mbar_arrive(bar_done);  // slots read: the producer may refill the stages
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    if (q % cl != rank) continue;
-#pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
-      const int j = 8 * q + jj, col = s0 + 8 * j;
-      if (!p.swap) {
-        if (col < N) {
-          if (r0 < M)
-            *reinterpret_cast<float2*>(out + r0 * N + col) = make_float2(d[4 * j], d[4 * j + 1]);
-          if (r0 + 8 < M)
-            *reinterpret_cast<float2*>(out + (r0 + 8) * N + col) =
-                make_float2(d[4 * j + 2], d[4 * j + 3]);
-        }
-      } else if (col < M) {  // out[s, r] = D[r, s]
-        float* o0 = out + (long long)col * N + r0;
-        o0[0] = d[4 * j];
-        o0[8] = d[4 * j + 2];
-        if (col + 1 < M) {
-          o0[N] = d[4 * j + 1];
-          o0[N + 8] = d[4 * j + 3];
-        }
-      }
-    }
-  }
-}
-
-#ifdef CLUSTER_CT  // compile-time cluster size (for launchers without the cluster launch attribute)
-#define CLUSTER_ATTR __cluster_dims__(CLUSTER_CT, 1, 1)
-#else
-#define CLUSTER_ATTR
-#endif
-
-extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
+extern "C" __global__ void __launch_bounds__(384, 1)
     bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
                  float* __restrict__ out, const unsigned char* __restrict__ ws,
-                 const unsigned char* __restrict__ maps, int M, int N, int K, int ctas,
-                 int cl_arg) {
+                 const unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
   const unsigned bars = base + STAGES * STAGE_BYTES;  // full[STAGES], then empty[STAGES]
@@ -520,39 +361,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
                                STAGES * STAGE_BYTES + 1024);
 #endif
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
-  // The cluster size of the launch decides (cl_arg only tells the prepass whether to zero out).
-  const int cl = (int)cluster_size(), rank = (int)cluster_rank();
-  (void)cl_arg;
-  const plan_t p = make_plan(M, N, K, ctas, cl);
-  // Work units: cl == 1: (tile, split) pairs over all blocks; cl > 1: tiles over clusters, the
-  // cluster's rank r computing split r of each.
-  const int units = cl > 1 ? p.tiles : p.tiles * p.splits;
-  const int u_first = cl > 1 ? (int)blockIdx.x / cl : (int)blockIdx.x;
-  const int u_step = cl > 1 ? (int)gridDim.x / cl : (int)gridDim.x;
-  // Cluster reduction barriers, one phase per tile: ready (the other ranks' 256 consumer
-  // threads are past their last shared-memory read of the tile), slots (they have written
-  // their partials into this block's slots), done (this block's 256 consumer threads have
-  // read the slots; the producer may refill the stages).
-  const unsigned bar_ready = bars + 16 * STAGES, bar_slots = bar_ready + 8,
-                 bar_done = bar_ready + 16;
+  const plan_t p = make_plan(M, N, K, ctas);
+  const int units = p.tiles * p.splits;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 1);
       mbar_init(bars + 8 * (STAGES + s), 8);
     }
-    if (cl > 1) {
-      mbar_init(bar_ready, 256 * (cl - 1));
-      mbar_init(bar_slots, 256 * (cl - 1));
-      mbar_init(bar_done, 256);
-    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  if (cl > 1) {  // the other blocks' barriers are initialized before anyone arrives on them
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  }
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -560,17 +379,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps) : "memory");
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps + 128)
                    : "memory");
-      int it = 0, ui = 0;
-      for (int u = u_first; u < units; u += u_step, ++ui) {
+      int it = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
         int tr, ts;
         tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
-        const int sp = cl > 1 ? rank : u / p.tiles, g0 = sp * p.gps,
-                  g1 = min(p.groups, g0 + p.gps);
-        // cl > 1: the stages hold the other ranks' partials until this block has read them.
-        if (cl > 1 && ui > 0) {
-          mbar_wait(bar_done, (ui - 1) & 1);
-          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic, then TMA writes
-        }
+        const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
         for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
@@ -587,12 +400,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
     const int G = p.groups;
     const float* ratio = reinterpret_cast<const float*>(ws + 2LL * p.rows_s * K);
     const long long rstride = ratio_stride(p);
-    int it = 0, ui = 0;
-    for (int u = u_first; u < units; u += u_step, ++ui) {
+    int it = 0;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
       int tr, ts;
       tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
-      const int sp = cl > 1 ? rank : u / p.tiles, g0 = sp * p.gps, g1 = min(G, g0 + p.gps);
-      const int gs = min(g0, G - 1);  // scale index of the first group (a rank without groups)
+      const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(G, g0 + p.gps);
       const int rloc = 64 * c + 16 * w + gq;  // this thread's rows rloc, rloc + 8 of the R tile
       const long long r0 = (long long)tr * BM + rloc;
       const int s0 = ts * BN + 2 * t;  // column of d[4j] is s0 + 8j
@@ -608,12 +420,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
       float sig[4];      // not swapped: sigma of (row i/2, column block i%2) for the current group
       float sigt = 0.f;  // swapped: b_scales of the tile, current group
       if (!p.swap) {
-        sig[0] = sa_r0[gs] * sb_c0[gs];
-        sig[1] = sa_r0[gs] * sb_c1[gs];
-        sig[2] = sa_r1[gs] * sb_c0[gs];
-        sig[3] = sa_r1[gs] * sb_c1[gs];
+        sig[0] = sa_r0[g0] * sb_c0[g0];
+        sig[1] = sa_r0[g0] * sb_c1[g0];
+        sig[2] = sa_r1[g0] * sb_c0[g0];
+        sig[3] = sa_r1[g0] * sb_c1[g0];
       } else {
-        sigt = sb_t[gs];
+        sigt = sb_t[g0];
       }
       const unsigned rbase = S_BYTES + rloc * BK + 16 * t;
       float d[128];
@@ -692,14 +504,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) CLUSTER_ATTR
       }
       wgmma_wait<0>();
       fence_regs<128>(d);
-      if (lane == 0 && g1 > g0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       // Epilogue: d[4j + i] is R row rloc + 8(i/2), S column s0 + 8j + (i%2); times the
       // last group's sigma.
-      const int gl = max(g1 - 1, 0);
-      if (cl > 1) {
-        cluster_epilogue(d, p, a_scales, out, M, N, G, gl, sig, sigt, r0, s0, base, bar_ready,
-                         bar_slots, bar_done, cl, rank, 128 * c + tid, ui);
-      } else if (!p.swap) {
+      const int gl = g1 - 1;
+      if (!p.swap) {
         const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
