@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """block_scaled_mm on the GPU machine (issue 23, helper bsmm2), three parts:
 
-  --variants: the baseline kernel (configs/bench/block_scaled_mm_baseline.cu) in its split-K
+  --variants: the cluster kernel (bench/hopper/bsmm_cluster/block_scaled_mm_cluster.cu) in its split-K
       forms on the small-m shapes: `atomics` (cl = 1, scalar atomicAdd epilogue, the kernel
       measured on 2026-12-02), `v4` (cl = 1, EPI_V4 = 1) and `cluster` (the launch plan's rule:
       cl = 4 when the tile count is <= 32, 2 when <= 66; the K splits added through
