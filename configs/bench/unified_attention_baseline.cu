@@ -47,6 +47,10 @@
 //   in shared memory and written as 16-byte stores.
 // - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
 //   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
+// - d = 128, UA_WGMMA = 3 (not yet the plan's default): warp-specialized kernel
+//   unified_attention_ws (producer warpgroup, mbarrier ring, two consumer warpgroups, see
+//   attn_ws_d128); harness on the H200 2026-12-02 11:43 UTC: s20 970 us (no ping-pong)
+//   against 1228 us for UA_WGMMA = 2, correct on the checked rows (docs/benchmarks.md).
 // Measured on H200 (2026-12-02 07:19 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
 // this default is correct on all 25 workloads, 22.2 % of speed of light weighted; s20
 // 1227 us (26.7 %). The version whose lower warpgroup skipped the diagonal tile
