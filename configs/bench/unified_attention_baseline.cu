@@ -47,14 +47,13 @@
 //   in shared memory and written as 16-byte stores.
 // - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
 //   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
-// - d = 128, UA_WGMMA = 3 (not yet the plan's default): warp-specialized kernel
+// - d = 128, UA_WGMMA = 3 (the config's default since branch uattn2): warp-specialized kernel
 //   unified_attention_ws (producer warpgroup, mbarrier ring, two consumer warpgroups, see
-//   attn_ws_d128); harness on the H200 2026-12-02 11:43 UTC: s20 970 us (no ping-pong)
-//   against 1228 us for UA_WGMMA = 2, correct on the checked rows (docs/benchmarks.md).
-// Measured on H200 (2026-12-02 07:19 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
-// this default is correct on all 25 workloads, 22.2 % of speed of light weighted; s20
-// 1227 us (26.7 %). The version whose lower warpgroup skipped the diagonal tile
-// (UA_WG_SKIP = 1, serialized by ptxas, C7520) took 1330 us; the mma.sync path 1451 us.
+//   attn_ws_d128; UA_PINGPONG = 0, the ping-pong measured slower in the harness).
+// Measured on H200 (2026-12-02 11:51 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
+// this default is correct on all 25 workloads, 27.7 % of speed of light weighted; s20
+// 918 us (35.7 %). The previous default (UA_WGMMA = 2, two wgmma warpgroups without a
+// producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the mma.sync path 1451 us.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
@@ -774,7 +773,7 @@ __device__ __forceinline__ void attn_wgmma_d128(
 #define UA_NS 3
 #endif
 #ifndef UA_PINGPONG
-#define UA_PINGPONG 1
+#define UA_PINGPONG 0
 #endif
 
 #ifndef KOPT_EMU
