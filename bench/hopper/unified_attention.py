@@ -32,7 +32,8 @@ def load(src, defines):
     code = open(src).read()
     opts = ("--gpu-architecture=sm_90a", "--std=c++17") + tuple(f"-D{d}" for d in defines)
     mod = cupy.RawModule(code=code, options=opts, backend="nvrtc")
-    return mod.get_function("unified_attention_cu"), mod.get_function("unified_attention_fa2")
+    return (mod.get_function("unified_attention_cu"), mod.get_function("unified_attention_fa2"),
+            mod.get_function("unified_attention_ws"))
 
 
 def P(t):
@@ -60,9 +61,20 @@ def dense_kv(x, cache):
     return k.reshape(n, used * 16, x["hkv"], x["d"])[:, :L]  # [n, L, hkv, d]
 
 
-def launch_fn(fns, x, out, cu, wgmma):
-    fcu, fa = fns
+def launch_fn(fns, x, out, cu, wgmma, ns=3):
+    fcu, fa, fws = fns
     d, L = x["d"], x["L"]
+    if wgmma == 3 and d == 128:  # the warp-specialized kernel: 384 threads, Q 32 KiB + ns stages of 32 KiB
+        smem = 2048 + 32768 + ns * 32768
+        fws.max_dynamic_shared_size_bytes = smem
+        grid = (x["hq"], (L + 127) // 128, x["n"])
+        args = (P(x["q"]), P(x["kc"]), P(x["vc"]), P(x["su"]), P(x["bt"]), P(out), P(cu), np.int32(x["hq"]),
+                np.int32(x["hkv"]), np.int32(d), np.int32(16), np.int32(x["mb"]))
+
+        def run_ws():
+            fcu((1,), (1024,), (P(x["su"]), P(cu), np.int32(x["n"])))
+            fws(grid, (384,), args, shared_mem=smem)
+        return run_ws
     # the config's launch plan (bm: 128 rows for d <= 128 on the mma.sync path and on
     # the two-warpgroup wgmma path (UA_WGMMA=2, 256 threads), 64 on the one-warpgroup
     # wgmma path and for d >= 192), shared memory the largest any variant needs
@@ -170,7 +182,8 @@ def main():
             out = torch.full_like(x["q"], float("nan"))
             cu = torch.empty(n + 1, device="cuda", dtype=torch.int32)
             wg = next((int(v.split("=")[1]) for v in defs if v.startswith("UA_WGMMA=")), 0)
-            run = launch_fn(fns[name], x, out, cu, wg)
+            ns = next((int(v.split("=")[1]) for v in defs if v.startswith("UA_NS=")), 3)
+            run = launch_fn(fns[name], x, out, cu, wg, ns)
             run(); torch.cuda.synchronize()
             r = dict(variant=name, workload=w["id"], weight=w["weight"])
             if name not in a.no_check.split(","):

@@ -47,10 +47,13 @@
 //   in shared memory and written as 16-byte stores.
 // - d = 128 (the config's default, UA_WGMMA = 2): wgmma, two consumer warpgroups of
 //   64 rows per block sharing the K / V tiles (attn_wgmma_d128 below).
-// Measured on H200 (2026-12-02 07:19 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
-// this default is correct on all 25 workloads, 22.2 % of speed of light weighted; s20
-// 1227 us (26.7 %). The version whose lower warpgroup skipped the diagonal tile
-// (UA_WG_SKIP = 1, serialized by ptxas, C7520) took 1330 us; the mma.sync path 1451 us.
+// - d = 128, UA_WGMMA = 3 (the config's default since branch uattn2): warp-specialized kernel
+//   unified_attention_ws (producer warpgroup, mbarrier ring, two consumer warpgroups, see
+//   attn_ws_d128; UA_PINGPONG = 0, the ping-pong measured slower in the harness).
+// Measured on H200 (2026-12-02 11:51 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
+// this default is correct on all 25 workloads, 27.7 % of speed of light weighted; s20
+// 918 us (35.7 %). The previous default (UA_WGMMA = 2, two wgmma warpgroups without a
+// producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the mma.sync path 1451 us.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
@@ -186,6 +189,11 @@ template <int R>
 __device__ __forceinline__ void fence_uregs(unsigned* d) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+template <int R>
+__device__ __forceinline__ void fence_desc(unsigned long long* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+l"(d[i])::"memory");
 }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -749,6 +757,349 @@ __device__ __forceinline__ void attn_wgmma_d128(
   }
 }
 
+// ------------------------------------------------------------------------------------------
+// d = 128, warp-specialized (UA_WGMMA = 3, kernel unified_attention_ws, 384 threads): warpgroup
+// 0 is a producer that only copies (Q once, then K_t and V_t into a ring of UA_NS stages,
+// cp.async completing on mbarriers), warpgroups 1 and 2 consume 64 query rows each. No
+// block-wide barrier in the main loop: a stage is full when its mbarrier has seen the 128
+// producer threads' cp.async arrivals, and free again when the 8 consumer warps have arrived on
+// its empty mbarrier (after their P V of that tile completed). setmaxnreg moves registers from
+// the producer (40) to the consumers (232). S = Q K^T reads Q from shared memory (SS wgmma, Q in
+// the K tiles' swizzled layout), so the consumers keep no Q fragments. UA_PINGPONG = 1: the
+// two consumer warpgroups take turns issuing their wgmma (named barriers 1 and 2, FA3's
+// ping-pong), so one warpgroup's softmax runs while the other's MMAs occupy the tensor cores.
+#ifndef UA_NS
+// K / V ring stages of the warp-specialized path (32 KiB each)
+#define UA_NS 3
+#endif
+#ifndef UA_PINGPONG
+#define UA_PINGPONG 0
+#endif
+
+#ifndef KOPT_EMU
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Arrives on bar when pred is set: a predicated instruction, not a branch (a branch around it
+// made ptxas serialize the wgmma of the loop, C7513).
+__device__ __forceinline__ void mbar_arrive_if(unsigned bar, bool pred) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(
+          bar),
+      "r"(static_cast<int>(pred))
+      : "memory");
+}
+// Arrives on bar once every cp.async this thread issued before has landed (the barrier's
+// expected count covers these arrivals: .noinc).
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bar_sync_n(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_n(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_if(int id, int n, bool pred) {  // predicated, no branch
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+               "r"(n), "r"(static_cast<int>(pred))
+               : "memory");
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// wgmma with A from shared memory (K-major descriptor), B K-major.
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float* d, unsigned long long da,
+                                                   unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif  // KOPT_EMU
+
+__device__ __forceinline__ void attn_ws_d128(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
+    const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+    const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
+  constexpr int D = 128, BM = 128, BN = 64, CH = D / 8, NS = UA_NS;
+  constexpr int TB = BN * D * 2;   // bytes of one K or V tile (16 KiB)
+  constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile or of a WG's Q
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
+  const int len = seqused_k[seq];
+  const int r0 = qt * BM;
+  if (r0 >= len) return;  // uniform across the block
+  const long long qs = cu[seq];
+  const int hk = h / (hq / hkv);
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  // Barriers (8 bytes each) at the start: fullQ, fullK[NS], fullV[NS], empty[NS]; then Q of
+  // both consumer warpgroups (2 x 16 KiB) and the ring, 1024-aligned (the plan adds the slack).
+  const unsigned base = smem_u32(smem);
+  const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
+  const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
+  const unsigned sR = sQ + 2 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const long long bt_row = static_cast<long long>(seq) * max_blocks;
+  const int kend = min(len, r0 + BM);
+  const int ntiles = (kend + BN - 1) / BN;
+  if (tid == 0) {
+    mbar_init(bQ, 128);
+    for (int s = 0; s < NS; ++s) {
+      mbar_init(bK + 8 * s, 128);
+      mbar_init(bV + 8 * s, 128);
+      mbar_init(bE + 8 * s, 8);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (tid < 128) {  // the producer warpgroup
+    setmaxnreg_dec<40>();
+    // Thread t copies chunk t % 16 of rows t / 16 + 8 i: its swizzled position depends on the
+    // row only through r % 8 = (t / 16) % 8.
+    const int cc = tid & 15, rr = tid >> 4;
+    const unsigned dst_off = (cc >> 3) * PANEL + rr * 128 + (((cc & 7) ^ (rr & 7)) << 4);
+#pragma unroll
+    for (int i = 0; i < BM / 8; ++i) {  // Q: block row rr + 8 i, warpgroup (rr + 8 i) / 64
+      const int row = rr + 8 * i, r = r0 + row;
+      const bool ok = r < len;
+      cp_async16(sQ + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
+                 ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
+    }
+    cp_async_mbar_arrive(bQ);
+    for (int t = 0; t < ntiles; ++t) {
+      const int s = t % NS;
+      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
+      long long off[BN / 8];
+      bool ok[BN / 8];
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) {
+        const int j = t * BN + rr + 8 * i;
+        ok[i] = j < len;
+        off[i] = 0;
+        if (ok[i]) {
+          const long long phys = block_table[bt_row + (j >> 4)];
+          off[i] = ((phys * 16 + (j & 15)) * hkv + hk) * D + cc * 8;
+        }
+      }
+      const unsigned dk = sR + 2 * s * TB + dst_off;
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) cp_async16(dk + i * 1024, k_cache + off[i], ok[i] ? 16 : 0);
+      cp_async_mbar_arrive(bK + 8 * s);
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i)
+        cp_async16(dk + TB + i * 1024, v_cache + off[i], ok[i] ? 16 : 0);
+      cp_async_mbar_arrive(bV + 8 * s);
+    }
+    return;
+  }
+
+  setmaxnreg_inc<232>();
+  const int ct = tid - 128, wg = ct >> 7, warp = ct >> 5, wl = warp & 3;
+  const int wrow_lo = r0 + 64 * wg + 16 * wl;
+  const unsigned sQw = sQ + wg * TB;
+  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+  float o[D / 2], sacc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+#pragma unroll
+  for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  mbar_wait(bQ, 0);
+  if (UA_PINGPONG) bar_arrive_if(1, 256, wg == 1);  // warpgroup 0 issues first
+
+  unsigned long long dq[D / 16];  // Q's descriptors per k16 step (loop-invariant)
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    dq[kk] = desc_sw128(sQw, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
+  // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
+  for (int t = 0; t < ntiles; ++t) {
+    const bool do_pv = t > 0;
+    const int s = t % NS, sp = (t + NS - 1) % NS;
+    mbar_wait(bK + 8 * s, (t / NS) & 1);
+    if (do_pv) mbar_wait(bV + 8 * sp, ((t - 1) / NS) & 1);
+    fence_proxy_async();
+    if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
+    // every wgmma input (descriptors included) is defined before the fence: ptxas serializes
+    // a pipeline stage whose inputs are written inside it (C7513)
+    unsigned long long dk[D / 16], dv[BN / 16];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      dk[kk] = desc_sw128(sR + 2 * s * TB, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+      dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
+    fence_desc<D / 16>(dq);
+    fence_desc<D / 16>(dk);
+    fence_desc<BN / 16>(dv);
+    fence_regs<D / 2>(o);
+    fence_regs<BN / 2>(sacc);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+    wgmma_commit();
+    if (do_pv) {
+      wgmma_fence();
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj) {
+        if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
+        wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
+      }
+      wgmma_commit();
+    }
+    if (do_pv)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    fence_regs<BN / 2>(sacc);
+    // the other warpgroup's turn, once this one's S has completed (arriving right after the
+    // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
+    if (UA_PINGPONG) bar_arrive_n(2 - wg, 256);
+    const int t0 = t * BN;
+    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = wrow_lo + g + (e >> 1) * 8;
+          const int j = t0 + n * 8 + 2 * tig + (e & 1);
+          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+        }
+    }
+    unsigned nh[BN / 16][4], nl[BN / 16][4];
+    float corr[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = m[hf];
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+      m[hf] = mx;
+      const float moff = mx * sl2;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+        sum += p0 + p1;
+        const unsigned hi = pack_bf162(p0, p1);
+        nh[n >> 1][(n & 1) * 2 + hf] = hi;
+        nl[n >> 1][(n & 1) * 2 + hf] =
+            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+      }
+      l[hf] = l[hf] * corr[hf] + sum;
+    }
+    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+    fence_regs<D / 2>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      o[4 * d] *= corr[0];
+      o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1];
+      o[4 * d + 3] *= corr[1];
+    }
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ph[kj][e] = nh[kj][e];
+        pl[kj][e] = nl[kj][e];
+      }
+    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+      __syncwarp();
+      mbar_arrive_if(bE + 8 * sp, lane == 0);
+    }
+  }
+  {  // the last P V
+    const int sp = (ntiles - 1) % NS;
+    mbar_wait(bV + 8 * sp, ((ntiles - 1) / NS) & 1);
+    fence_proxy_async();
+    if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
+    unsigned long long dv[BN / 16];
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+      dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
+    fence_desc<BN / 16>(dv);
+    fence_regs<D / 2>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj) {
+      if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
+      wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
+    }
+    wgmma_commit();
+    if (UA_PINGPONG) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
+    wgmma_wait<0>();
+    fence_regs<D / 2>(o);
+  }
+
+  // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
+  // its 4 warps, the warpgroup's Q region (16 KiB) stages the output, 256-byte rows with the
+  // 16-byte chunks XOR-swizzled by row % 8 (conflict-free stores and loads).
+  bar_sync_n(3 + wg, 128);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = l[hf];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int row = 16 * wl + g + hf * 8;
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      __nv_bfloat162 v =
+          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+    }
+  }
+  __syncwarp();
+  for (int c = lane; c < 16 * CH; c += 32) {
+    const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
+    if (r >= len) continue;
+    const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
+    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+  }
+}
+
 // 256 threads: the two-warpgroup wgmma path (UA_WGMMA = 2); every other path
 // runs 128 (THREADS). The register cap (255) is the same as (128, 2)'s.
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -774,7 +1125,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     KOPT_UA_CASE(72, 80, 2, 64)
     KOPT_UA_CASE(80, 80, 2, 64)
     case 128:
-      if (UA_WGMMA == 2)
+      if (UA_WGMMA == 3)
+        break;  // unified_attention_ws (the plan gives this launch one block)
+      else if (UA_WGMMA == 2)
         attn_wgmma_d128<2>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
                            num_kv_heads, max_blocks, smem);
       else if (UA_WGMMA == 1)
@@ -791,6 +1144,22 @@ extern "C" __global__ void __launch_bounds__(256, 1)
       break;
   }
 #undef KOPT_UA_CASE
+}
+
+// 384 threads: the warp-specialized d = 128 path (UA_WGMMA = 3); every other head size and path
+// is unified_attention_fa2 (the plan gives this launch one block there, which returns).
+extern "C" __global__ void __launch_bounds__(384, 1)
+    unified_attention_ws(const __nv_bfloat16* __restrict__ q,
+                         const __nv_bfloat16* __restrict__ k_cache,
+                         const __nv_bfloat16* __restrict__ v_cache,
+                         const int* __restrict__ seqused_k, const int* __restrict__ block_table,
+                         __nv_bfloat16* __restrict__ out, const int* __restrict__ cu,
+                         int num_query_heads, int num_kv_heads, int head_size, int block_size,
+                         int max_blocks) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (UA_WGMMA != 3 || head_size != 128 || block_size != 16) return;
+  attn_ws_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+               num_kv_heads, max_blocks, smem);
 }
 
 // attention_forward (configs/bench/attention_forward.json): bidirectional

@@ -6,10 +6,11 @@
 // against a float64 reference under the configs' tolerances. It checks the
 // kernels' indexing and control flow against the operand layouts they
 // assume, without a GPU; kopt eval on the GPU is the check of record.
-// Built three times: UA_WGMMA=0 (the mma.sync path for every head size),
+// Built four times: UA_WGMMA=0 (the mma.sync path for every head size),
 // UA_WGMMA=1 (d = 128 on wgmma, one warpgroup) and UA_WGMMA=2 (two
 // warpgroups sharing the K / V tiles; the 40-token sequence leaves the upper
-// warpgroup without rows).
+// warpgroup without rows) and UA_WGMMA=3 (the warp-specialized kernel
+// unified_attention_ws: producer warpgroup, mbarrier ring, ping-pong named barriers).
 #define UA_EMU_NO_MAIN
 #include <gtest/gtest.h>
 

@@ -13,6 +13,9 @@
 // against the hardware.
 #pragma once
 #include <barrier>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -243,6 +246,92 @@ inline void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigne
   for (int e = 0; e < 4; ++e) c[e] = d[e];
 }
 
+
+// ------------------------------------------- mbarriers and named barriers (warp-specialized path)
+// One lock and condition variable for all of them; the state is reset per block (launch).
+inline std::mutex g_sync_mu;
+inline std::condition_variable g_sync_cv;
+struct mbar_state {
+  unsigned count = 0, pending = 0, phase = 0;  // phase: completed phases
+};
+inline std::map<unsigned, mbar_state> g_mbar;  // by shared-memory address
+struct named_bar {
+  int arrived = 0;
+  unsigned gen = 0;
+};
+inline named_bar g_named[16];
+inline void sync_reset() {
+  std::lock_guard<std::mutex> lk(g_sync_mu);
+  g_mbar.clear();
+  for (auto& b : g_named) b = named_bar{};
+}
+inline void mbar_init(unsigned bar, unsigned count) {
+  std::lock_guard<std::mutex> lk(g_sync_mu);
+  g_mbar[bar] = mbar_state{count, count, 0};
+}
+inline void mbar_init_fence() {}
+inline void mbar_arrive_locked(unsigned bar) {
+  auto it = g_mbar.find(bar);
+  if (it == g_mbar.end()) std::abort();  // arrive on an uninitialised barrier
+  if (--it->second.pending == 0) {
+    ++it->second.phase;
+    it->second.pending = it->second.count;
+    g_sync_cv.notify_all();
+  }
+}
+inline void mbar_arrive_if(unsigned bar, bool pred) {
+  if (!pred) return;
+  std::lock_guard<std::mutex> lk(g_sync_mu);
+  mbar_arrive_locked(bar);
+}
+// try_wait.parity P succeeds once the phase of parity P has completed: the current
+// (incomplete) phase has the other parity.
+inline void mbar_wait(unsigned bar, unsigned parity) {
+  std::unique_lock<std::mutex> lk(g_sync_mu);
+  g_sync_cv.wait(lk, [&] {
+    auto it = g_mbar.find(bar);
+    return it != g_mbar.end() && (it->second.phase & 1u) != (parity & 1u);
+  });
+}
+// cp.async.mbarrier.arrive.noinc: the thread's earlier copies land, then it arrives.
+inline void cp_async_mbar_arrive(unsigned bar) {
+  cp_async_land(0);
+  for (auto& c : t_open) c();
+  t_open.clear();
+  std::lock_guard<std::mutex> lk(g_sync_mu);
+  mbar_arrive_locked(bar);
+}
+inline void bar_arrive_n(int id, int n) {
+  std::lock_guard<std::mutex> lk(g_sync_mu);
+  auto& b = g_named[id];
+  if (++b.arrived == n) {
+    b.arrived = 0;
+    ++b.gen;
+    g_sync_cv.notify_all();
+  }
+}
+inline void bar_arrive_if(int id, int n, bool pred) {
+  if (pred) bar_arrive_n(id, n);
+}
+inline void bar_sync_n(int id, int n) {
+  std::unique_lock<std::mutex> lk(g_sync_mu);
+  auto& b = g_named[id];
+  const unsigned gen = b.gen;
+  if (++b.arrived == n) {
+    b.arrived = 0;
+    ++b.gen;
+    g_sync_cv.notify_all();
+    return;
+  }
+  g_sync_cv.wait(lk, [&] { return b.gen != gen; });
+}
+template <int N>
+inline void setmaxnreg_dec() {}
+template <int N>
+inline void setmaxnreg_inc() {}
+template <int R>
+inline void fence_desc(unsigned long long*) {}
+
 // ------------------------------------------------------------------ wgmma
 inline void wgmma_fence() {}
 inline void wgmma_commit() {}
@@ -301,6 +390,38 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
   wg_sync();
   for (int i = 0; i < N / 2; ++i) d[i] = out[i];
 }
+// wgmma m64nNk16 with A from shared memory (K-major descriptor, rows = M): D as above.
+template <int N>
+inline void wgmma_ss(float* d, unsigned long long da, unsigned long long db, int scale_d) {
+  const int t = tid_(), t0 = t & ~127;
+  g_slot[t].addr = da;
+  g_slot[t].u[0] = static_cast<unsigned>(db);
+  g_slot[t].u[1] = static_cast<unsigned>(db >> 32);
+  wg_sync();
+  const unsigned long long dA = g_slot[t0].addr;
+  const unsigned long long dB =
+      g_slot[t0].u[0] | (static_cast<unsigned long long>(g_slot[t0].u[1]) << 32);
+  const int w = (t - t0) / 32, l = t % 32;
+  std::vector<float> out(N / 2);
+  for (int j = 0; j < N / 8; ++j)
+    for (int e = 0; e < 4; ++e) {
+      const int r = 16 * w + l / 4 + 8 * (e / 2), n = 8 * j + 2 * (l % 4) + (e % 2);
+      float s = scale_d ? d[4 * j + e] : 0.f;
+      for (int k = 0; k < 16; ++k) {
+        uint16_t a, b;
+        std::memcpy(&a, smem + desc_addr(dA, k, r, false), 2);
+        std::memcpy(&b, smem + desc_addr(dB, k, n, false), 2);
+        s += bf2f(a) * bf2f(b);
+      }
+      out[4 * j + e] = s;
+    }
+  wg_sync();
+  for (int i = 0; i < N / 2; ++i) d[i] = out[i];
+}
+inline void wgmma_m64n64k16_ss(float* d, unsigned long long da, unsigned long long db,
+                               int scale_d) {
+  wgmma_ss<64>(d, da, db, scale_d);
+}
 inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
                                int scale_d) {
   wgmma_rs<64>(d, a, db, scale_d, false);
@@ -331,6 +452,7 @@ void launch(dim3e grid, int threads, F&& body) {
           g_wg_bar[w] = gb.back().get();
         }
         g_block_bar = &bb;
+        sync_reset();
         std::vector<std::thread> ts;
         for (int t = 0; t < threads; ++t)
           ts.emplace_back([&, t] {

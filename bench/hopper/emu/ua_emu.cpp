@@ -7,7 +7,7 @@
 // GPU (see emu.h).
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
-//   [-DUA_WGMMA=1] \
+//   [-DUA_WGMMA=1|2|3] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
 //
 // Exit status 0 when every case passes.
@@ -72,12 +72,18 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
   const bool wg = UA_WGMMA && d == 128;
   const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
-  launch({static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
-          static_cast<unsigned>(n)},
-         UA_WGMMA == 2 && d == 128 ? 256 : 128, [&] {
-           unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
-                                 cu.data(), hq, hkv, d, 16, mb);
-         });
+  const dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
+                  static_cast<unsigned>(n)};
+  if (UA_WGMMA == 3 && d == 128)  // the warp-specialized kernel (the plan's fa2 launch returns)
+    launch(grid, 384, [&] {
+      unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                           cu.data(), hq, hkv, d, 16, mb);
+    });
+  else
+    launch(grid, UA_WGMMA == 2 && d == 128 ? 256 : 128, [&] {
+      unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                            cu.data(), hq, hkv, d, 16, mb);
+    });
   verdict v;
   for (int s = 0; s < n; ++s)
     for (int h = 0; h < hq; ++h) {
@@ -110,7 +116,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
     }
   std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
                      std::to_string(hkv) +
-                     (wg ? (UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
+                     (wg ? (UA_WGMMA == 3 ? " wgmma ws" : UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
   for (int l : lens) name += " " + std::to_string(l);
   return report(name, v);
 }
