@@ -10,9 +10,12 @@
 //   GET /                     a small dashboard (HTML + fetch of /api/campaigns)
 // Handlers never touch scheduling state: they read the service's status
 // snapshot and open their own read-only store connection, which in WAL mode
-// never blocks the daemon's writers; each request's reads are one short
-// snapshot, closed before the response is sent, so that no reader pins the
-// WAL and keeps a checkpoint from truncating it.
+// never blocks the daemon's writers (/metrics keeps one per HTTP thread
+// between scrapes: opening it was most of a scrape's cost under load); each
+// request's reads are one short snapshot, closed before the response is
+// sent, so that no reader pins the WAL and keeps a checkpoint from
+// truncating it. The HTTP threads ask for a short scheduling slice
+// (http.slice_us, common/sched.hpp).
 #pragma once
 
 #include <memory>
