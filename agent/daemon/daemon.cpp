@@ -601,7 +601,8 @@ int service::run() {
   store::store db =
       store::store::open(cfg_.db_path, {.busy_timeout = std::chrono::milliseconds(60000),
                                         .wal_checkpoint_wait = std::chrono::milliseconds(1000)});
-  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(), db.file_schema_version());
+  spdlog::info("daemon: store {} at schema version {}", cfg_.db_path.string(),
+               db.file_schema_version());
   notify("STATUS=store migrated; starting workers");
   pool_ = std::make_unique<gpu_pool>(cfg_, stopping_);
   update_status("starting", "waiting for the first worker handshake");

@@ -378,7 +378,8 @@ int http_api::start(const std::string& address, int port) {
                     {"waiting_for_agent", st.value("waiting_for_agent", json::array())}};
           send_json(res, h, h["ready"].get<bool>() ? 200 : 503);
         }));
-  s.Get("/metrics", guarded([this, reader, db_path](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics",
+        guarded([this, reader, db_path](const httplib::Request&, httplib::Response& res) {
           // One read-only connection per HTTP thread, kept between scrapes:
           // opening one (schema read, compatibility check) was most of a
           // scrape's time under load (docs/benchmarks.md). An idle

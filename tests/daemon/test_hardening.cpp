@@ -323,7 +323,8 @@ TEST(DaemonHardening, HttpThreadsRunWithTheConfiguredSchedulingSlice) {
         << i;
   std::map<long, int> slices;  // slice in us -> threads
   bool reported = false;
-  for (const auto& t : fs::directory_iterator(fs::path("/proc") / std::to_string(d.pid()) / "task")) {
+  for (const auto& t :
+       fs::directory_iterator(fs::path("/proc") / std::to_string(d.pid()) / "task")) {
     std::istringstream in(slurp(t.path() / "sched"));
     for (std::string line; std::getline(in, line);)
       if (line.rfind("se.slice", 0) == 0) {
@@ -360,6 +361,7 @@ TEST(DaemonConfigHardening, TheHttpSliceIsRangeChecked) {
       EXPECT_NE(std::string(e.what()).find("slice_us"), std::string::npos) << e.what();
     }
   }
-  const auto c = daemon::parse_config({{"state_dir", "s"}, {"http", {{"slice_us", 500}}}}, "/tmp/d.json");
+  const auto c =
+      daemon::parse_config({{"state_dir", "s"}, {"http", {{"slice_us", 500}}}}, "/tmp/d.json");
   EXPECT_EQ(c.to_json().at("http").at("slice_us"), 500);
 }
