@@ -49,7 +49,11 @@ std::string render_profile(const eval_outcome& out) {
         s += fmt::format("{} pass(es), {}, {:.1f} ms, outputs after profiling {}\n", c.value("passes", 0),
                          c.value("mode", ""), c.value("wall_ms", 0.0),
                          c.value("outputs_verified", false) ? "verified" : "NOT verified");
-        for (const auto& [k, v] : c.value("metrics", json::object()).items())
+        // Named, not a temporary: items() refers to the json it is called on,
+        // and a temporary from value() dies before the loop runs (C++20 does
+        // not extend it), which crashed `kopt profile` on large metric maps.
+        const json metrics = c.value("metrics", json::object());
+        for (const auto& [k, v] : metrics.items())
           if (v.is_number()) s += fmt::format("    {:<66} {:>14}\n", k, human(v.get<double>()));
       }
       const json& d = r.diagnosis;

@@ -76,6 +76,11 @@ for line in sys.stdin:
         results = [{"role": r, "status": "ok", "message": "",
                     "correctness": [{"seed": 1, "passed": True, "outputs": {}}],
                     "timing": {"median_ns": 5000.0, "samples": 10, "rsd": 0.01}} for r in timed]
+        if req.get("settings", {}).get("counters"):
+            # Enough metrics that the text report walks a real std::map.
+            for x in results:
+                x["counters"] = {"passes": 1, "mode": "range", "wall_ms": 1.5, "outputs_verified": True,
+                                 "metrics": {"fake__metric_%02d.sum" % k: 1000.0 * k for k in range(40)}}
         emit({"type": "workload_result", "id": rid, "workload": w, "results": results})
     emit({"type": "done", "id": rid})
 )PY";
@@ -174,6 +179,19 @@ TEST_F(EvalCampaign, ProfileEndsDone) {
   const auto c = only_campaign();
   EXPECT_EQ(c.state, kopt::store::campaign_state::done) << kopt::store::to_string(c.state);
   EXPECT_TRUE(c.finished_at.has_value());
+}
+
+// The text report lists every counter. It once looped over items() of a
+// temporary json (freed before the loop ran), which crashed `kopt profile
+// --full` on the H200 and is a heap-use-after-free under ASan.
+TEST_F(EvalCampaign, ProfileTextListsTheCounters) {
+  const auto r = kopt({"--db", db(), "profile", example("rmsnorm.json").string(), "--worker",
+                       fake_worker("ok").string()});
+  if (r.code == 2 && r.err.find("profile") != std::string::npos)
+    GTEST_SKIP() << "kopt built without `kopt profile`";
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("fake__metric_00.sum"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fake__metric_39.sum"), std::string::npos) << r.out;
 }
 
 TEST_F(EvalCampaign, NoGpuEndsFailedWithTheReason) {
