@@ -31,7 +31,8 @@ std::string human(double v) {
 std::string render_profile(const eval_outcome& out) {
   if (!out.gpu) return out.render();
   std::string s = fmt::format("GPU: {} (driver {}, {} SMs)\n", out.report.device.value("name", ""),
-                              out.report.device.value("driver_version", ""), out.report.device.value("sm_count", 0));
+                              out.report.device.value("driver_version", ""),
+                              out.report.device.value("sm_count", 0));
   for (const auto& [role, sum] : out.summaries) {
     s += "\n" + runner::render_table(sum);
     for (const auto& r : sum.rows) {
@@ -46,8 +47,8 @@ std::string render_profile(const eval_outcome& out) {
       } else if (c.contains("error")) {
         s += "counters failed: " + c.value("error", "") + "\n";
       } else {
-        s += fmt::format("{} pass(es), {}, {:.1f} ms, outputs after profiling {}\n", c.value("passes", 0),
-                         c.value("mode", ""), c.value("wall_ms", 0.0),
+        s += fmt::format("{} pass(es), {}, {:.1f} ms, outputs after profiling {}\n",
+                         c.value("passes", 0), c.value("mode", ""), c.value("wall_ms", 0.0),
                          c.value("outputs_verified", false) ? "verified" : "NOT verified");
         // Named, not a temporary: items() refers to the json it is called on,
         // and a temporary from value() dies before the loop runs (C++20 does
@@ -60,8 +61,8 @@ std::string render_profile(const eval_outcome& out) {
       if (!d.is_null()) {
         s += fmt::format("  diagnosis: {}\n", d.value("primary", "unknown"));
         for (const auto& f : d.value("findings", json::array()))
-          s += fmt::format("    - {} ({:.2f}): {}\n", f.value("class", ""), f.value("severity", 0.0),
-                           f.value("summary", ""));
+          s += fmt::format("    - {} ({:.2f}): {}\n", f.value("class", ""),
+                           f.value("severity", 0.0), f.value("summary", ""));
       }
     }
   }
@@ -85,16 +86,23 @@ void register_profile(CLI::App& app, context& ctx, exit_status& status) {
   o->run.min_time_s = 0.05;
   o->run.max_time_s = 0.5;
   auto* cmd = app.add_subcommand(
-      "profile", "hardware counters (CUPTI Range Profiler) and bottleneck diagnosis of a candidate");
-  cmd->add_option("config", o->config, "operator config (JSON)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--candidate", o->candidate,
-                  "candidate file; default: the config's seed, else its baseline, else the reference")
+      "profile",
+      "hardware counters (CUPTI Range Profiler) and bottleneck diagnosis of a candidate");
+  cmd->add_option("config", o->config, "operator config (JSON)")
+      ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--workloads", o->workloads, "only these workload ids (default: all)")->delimiter(',');
-  cmd->add_flag("--full", o->full, "the full speed-of-light metric set (about 12 replay passes on GH100) "
-                                   "instead of the cheap default (2 passes)");
-  cmd->add_option("--metrics", o->metrics, "comma-separated CUPTI metric names instead of a tier "
-                                           "(checked against the chip; see `kopt-worker metrics --list`)");
+  cmd->add_option(
+         "--candidate", o->candidate,
+         "candidate file; default: the config's seed, else its baseline, else the reference")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--workloads", o->workloads, "only these workload ids (default: all)")
+      ->delimiter(',');
+  cmd->add_flag("--full", o->full,
+                "the full speed-of-light metric set (about 12 replay passes on GH100) "
+                "instead of the cheap default (2 passes)");
+  cmd->add_option("--metrics", o->metrics,
+                  "comma-separated CUPTI metric names instead of a tier "
+                  "(checked against the chip; see `kopt-worker metrics --list`)");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout");
   cmd->add_flag("--no-store", o->no_store, "do not write the result to the database");
   add_eval_options(*cmd, o->run);
@@ -120,9 +128,11 @@ Needs a GPU; without one it compile-checks and exits with code 5.)");
       }
       subjects.push_back(std::move(*subject));
     } else if (op.seed) {
-      subjects.push_back({"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
+      subjects.push_back(
+          {"seed", store::candidate_origin::seed, op.seed->to_json(), {}, {}, {}, {}});
     } else if (op.baseline) {
-      subjects.push_back({"baseline", store::candidate_origin::baseline, op.baseline->to_json(), {}, {}, {}, {}});
+      subjects.push_back(
+          {"baseline", store::candidate_origin::baseline, op.baseline->to_json(), {}, {}, {}, {}});
     } else {
       o->run.time_reference = true;
     }
@@ -133,7 +143,8 @@ Needs a GPU; without one it compile-checks and exits with code 5.)");
       for (std::string m; std::getline(ss, m, ',');)
         if (!m.empty()) o->run.metrics.push_back(m);
     }
-    eval_outcome out = run_evaluation(op, subjects, wl, o->run, o->no_store ? nullptr : &ctx, "full");
+    eval_outcome out =
+        run_evaluation(op, subjects, wl, o->run, o->no_store ? nullptr : &ctx, "full");
     std::cout << (o->json ? out.to_json().dump(2) + "\n" : render_profile(out));
     status.code = out.exit_code;
   });

@@ -1,12 +1,16 @@
 // fp8_blockscale_fused_moe baseline (helper fp8moe2, 2026-12-02).
-// Two paths, chosen per shape by the config (enable arguments; the disabled launches are 1-CTA no-ops):
-//  * tokens < 64: weight-streaming GEMV. fmoe_gemv1: one CTA per (token slot, 16 intermediate rows),
-//    8 warps split the 128-k blocks of hidden, 16-byte fp8 loads of the gate and up rows, exact fp8 -> f16
-//    conversion in registers, mma.sync m16n8k16 (fp32 accumulate), per-block scale fc1_scale * a_scale on
-//    the fp32 accumulator, SwiGLU, activation stored as f16 (the only intermediate rounding; see
-//    bench/hopper/fp8_moe/NOTES.md). fmoe_gemv2: one CTA per (token, 16 output columns), 8 warps split the
-//    (slot, 128-k block) units, scale fc2_scale * topk_weight on the accumulator, sum, e4m3 cast.
-//  * tokens >= 64: the reference's fp32 tiled kernels (generic, slow; a tensor-core path is future work).
+// Two paths, chosen per shape by the config (enable arguments; the disabled launches are 1-CTA
+// no-ops):
+//  * tokens < 64: weight-streaming GEMV. fmoe_gemv1: one CTA per (token slot, 16 intermediate
+//  rows),
+//    8 warps split the 128-k blocks of hidden, 16-byte fp8 loads of the gate and up rows, exact fp8
+//    -> f16 conversion in registers, mma.sync m16n8k16 (fp32 accumulate), per-block scale fc1_scale
+//    * a_scale on the fp32 accumulator, SwiGLU, activation stored as f16 (the only intermediate
+//    rounding; see bench/hopper/fp8_moe/NOTES.md). fmoe_gemv2: one CTA per (token, 16 output
+//    columns), 8 warps split the (slot, 128-k block) units, scale fc2_scale * topk_weight on the
+//    accumulator, sum, e4m3 cast.
+//  * tokens >= 64: the reference's fp32 tiled kernels (generic, slow; a tensor-core path is future
+//  work).
 #include <cuda_fp8.h>
 
 #define BM 64
@@ -15,23 +19,26 @@
 #define QB 128  // quantization block
 
 extern "C" __global__ void moe_route_gen(const int* __restrict__ topk_ids, int* __restrict__ lists,
-                                         int* __restrict__ counts, int tokens, int top_k, int enable) {
+                                         int* __restrict__ counts, int tokens, int top_k,
+                                         int enable) {
   if (!enable) return;
   const int e = blockIdx.x;
   if (threadIdx.x != 0) return;
   int cnt = 0;
   const long long n = static_cast<long long>(tokens) * top_k;
   for (long long f = 0; f < n; ++f)
-    if (topk_ids[f] == e && cnt < tokens) lists[static_cast<long long>(e) * tokens + cnt++] = static_cast<int>(f);
+    if (topk_ids[f] == e && cnt < tokens)
+      lists[static_cast<long long>(e) * tokens + cnt++] = static_cast<int>(f);
   counts[e] = cnt;
 }
 
 extern "C" __global__ void moe_gemm1_gen(const __nv_fp8_e4m3* __restrict__ hidden_states,
                                          const float* __restrict__ a_scale,
                                          const __nv_fp8_e4m3* __restrict__ w1,
-                                         const float* __restrict__ fc1_scale, const int* __restrict__ lists,
-                                         const int* __restrict__ counts, float* __restrict__ act, int tokens,
-                                         int hidden, int inter, int top_k, int enable) {
+                                         const float* __restrict__ fc1_scale,
+                                         const int* __restrict__ lists,
+                                         const int* __restrict__ counts, float* __restrict__ act,
+                                         int tokens, int hidden, int inter, int top_k, int enable) {
   if (!enable) return;
   __shared__ float As[BK][BM], Gs[BK][BN], Us[BK][BN];
   const int e = blockIdx.z;
@@ -89,10 +96,12 @@ extern "C" __global__ void moe_gemm1_gen(const __nv_fp8_e4m3* __restrict__ hidde
   }
 }
 
-extern "C" __global__ void moe_gemm2_gen(const float* __restrict__ act, const __nv_fp8_e4m3* __restrict__ w2,
-                                         const float* __restrict__ fc2_scale, const int* __restrict__ lists,
-                                         const int* __restrict__ counts, float* __restrict__ y, int tokens,
-                                         int hidden, int inter, int enable) {
+extern "C" __global__ void moe_gemm2_gen(const float* __restrict__ act,
+                                         const __nv_fp8_e4m3* __restrict__ w2,
+                                         const float* __restrict__ fc2_scale,
+                                         const int* __restrict__ lists,
+                                         const int* __restrict__ counts, float* __restrict__ y,
+                                         int tokens, int hidden, int inter, int enable) {
   if (!enable) return;
   __shared__ float As[BK][BM], Bs[BK][BN];
   const int e = blockIdx.z;
@@ -107,7 +116,8 @@ extern "C" __global__ void moe_gemm2_gen(const float* __restrict__ act, const __
     for (int l = tid; l < BM * BK; l += 256) {
       const int rr = l / BK, kk = l % BK, r = row0 + rr, i = i0 + kk;
       float v = 0.0f;
-      if (r < cnt && i < inter) v = act[static_cast<long long>(lists[static_cast<long long>(e) * tokens + r]) * inter + i];
+      if (r < cnt && i < inter)
+        v = act[static_cast<long long>(lists[static_cast<long long>(e) * tokens + r]) * inter + i];
       As[kk][rr] = v;
     }
     for (int l = tid; l < BN * BK; l += 256) {
@@ -137,14 +147,17 @@ extern "C" __global__ void moe_gemm2_gen(const float* __restrict__ act, const __
   }
 }
 
-extern "C" __global__ void moe_combine_gen(const float* __restrict__ y, const float* __restrict__ topk_weights,
-                                           __nv_fp8_e4m3* __restrict__ out, int tokens, int hidden, int top_k, int enable) {
+extern "C" __global__ void moe_combine_gen(const float* __restrict__ y,
+                                           const float* __restrict__ topk_weights,
+                                           __nv_fp8_e4m3* __restrict__ out, int tokens, int hidden,
+                                           int top_k, int enable) {
   if (!enable) return;
   const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<long long>(tokens) * hidden) return;
   const long long t = idx / hidden, d = idx % hidden;
   float r = 0.0f;
-  for (int s = 0; s < top_k; ++s) r += y[(t * top_k + s) * hidden + d] * topk_weights[t * top_k + s];
+  for (int s = 0; s < top_k; ++s)
+    r += y[(t * top_k + s) * hidden + d] * topk_weights[t * top_k + s];
   out[idx] = __nv_fp8_e4m3(r);  // round to nearest even, saturating to +-448
 }
 
@@ -157,14 +170,16 @@ extern "C" __global__ void moe_combine_gen(const float* __restrict__ y, const fl
 #include <stdint.h>
 
 __device__ __forceinline__ uint32_t f8x2_to_h2(uint32_t v16) {
-  __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v16 & 0xffffu), __NV_E4M3);
+  __half2_raw r =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v16 & 0xffffu), __NV_E4M3);
   return static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
 }
 
-__device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
+__device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
@@ -181,23 +196,27 @@ __device__ __forceinline__ uint32_t u4get(const uint4& v, int m) {
   return m == 0 ? v.x : m == 1 ? v.y : m == 2 ? v.z : v.w;
 }
 
-// 16 rows (r0: row g, r1: row g + 8) x 64 k of one thread's chunk (16 bytes each), B from shared f16.
-__device__ __forceinline__ void tile64(float* acc, const uint4& r0, const uint4& r1, const __half* bsh) {
+// 16 rows (r0: row g, r1: row g + 8) x 64 k of one thread's chunk (16 bytes each), B from shared
+// f16.
+__device__ __forceinline__ void tile64(float* acc, const uint4& r0, const uint4& r1,
+                                       const __half* bsh) {
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
     const uint32_t w0 = u4get(r0, m), w1 = u4get(r1, m);
     const uint2 b = *reinterpret_cast<const uint2*>(bsh + 4 * m);
-    mma16816(acc, f8x2_to_h2(w0), f8x2_to_h2(w1), f8x2_to_h2(w0 >> 16), f8x2_to_h2(w1 >> 16), b.x, b.y);
+    mma16816(acc, f8x2_to_h2(w0), f8x2_to_h2(w1), f8x2_to_h2(w0 >> 16), f8x2_to_h2(w1 >> 16), b.x,
+             b.y);
   }
 }
 
 #define GV_WARPS 8
 
 // grid (tokens * top_k, inter / 16), block 256, shared 2 * hidden + 1024 bytes.
-extern "C" __global__ void __launch_bounds__(256) fmoe_gemv1(
-    const uint8_t* __restrict__ hs, const float* __restrict__ a_scale, const uint8_t* __restrict__ w1,
-    const float* __restrict__ fc1_scale, const int* __restrict__ topk_ids, __half* __restrict__ act, int tokens,
-    int hidden, int inter, int top_k, int enable) {
+extern "C" __global__ void __launch_bounds__(256)
+    fmoe_gemv1(const uint8_t* __restrict__ hs, const float* __restrict__ a_scale,
+               const uint8_t* __restrict__ w1, const float* __restrict__ fc1_scale,
+               const int* __restrict__ topk_ids, __half* __restrict__ act, int tokens, int hidden,
+               int inter, int top_k, int enable) {
   if (!enable) return;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* hsh = reinterpret_cast<__half*>(smem);
@@ -268,10 +287,11 @@ extern "C" __global__ void __launch_bounds__(256) fmoe_gemv1(
 }
 
 // grid (tokens, hidden / 16), block 256, shared 2 * top_k * inter + 1024 bytes.
-extern "C" __global__ void __launch_bounds__(256) fmoe_gemv2(
-    const __half* __restrict__ act, const uint8_t* __restrict__ w2, const float* __restrict__ fc2_scale,
-    const int* __restrict__ topk_ids, const float* __restrict__ topk_weights, __nv_fp8_e4m3* __restrict__ out,
-    int tokens, int hidden, int inter, int top_k, int enable) {
+extern "C" __global__ void __launch_bounds__(256)
+    fmoe_gemv2(const __half* __restrict__ act, const uint8_t* __restrict__ w2,
+               const float* __restrict__ fc2_scale, const int* __restrict__ topk_ids,
+               const float* __restrict__ topk_weights, __nv_fp8_e4m3* __restrict__ out, int tokens,
+               int hidden, int inter, int top_k, int enable) {
   if (!enable) return;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* ash = reinterpret_cast<__half*>(smem);
@@ -298,21 +318,24 @@ extern "C" __global__ void __launch_bounds__(256) fmoe_gemv2(
       s_[q] = s;
       kb_[q] = kb;
       const int e = topk_ids[t * top_k + s];
-      const uint8_t* r0 = w2 + (static_cast<size_t>(e) * hidden + d0 + g) * inter + kb * 128 + c * 16;
+      const uint8_t* r0 =
+          w2 + (static_cast<size_t>(e) * hidden + d0 + g) * inter + kb * 128 + c * 16;
       const uint8_t* r1 = r0 + static_cast<size_t>(8) * inter;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         R0[q][h] = ok ? ldg_stream(r0 + h * 64) : make_uint4(0, 0, 0, 0);
         R1[q][h] = ok ? ldg_stream(r1 + h * 64) : make_uint4(0, 0, 0, 0);
       }
-      sc[q] = ok ? fc2_scale[(static_cast<size_t>(e) * dblocks + d0 / 128) * iblocks + kb] * topk_weights[t * top_k + s]
+      sc[q] = ok ? fc2_scale[(static_cast<size_t>(e) * dblocks + d0 / 128) * iblocks + kb] *
+                       topk_weights[t * top_k + s]
                  : 0.f;
     }
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int h = 0; h < 2; ++h) tile64(tmp, R0[q][h], R1[q][h], ash + s_[q] * inter + kb_[q] * 128 + h * 64 + c * 16);
+      for (int h = 0; h < 2; ++h)
+        tile64(tmp, R0[q][h], R1[q][h], ash + s_[q] * inter + kb_[q] * 128 + h * 64 + c * 16);
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[j] += tmp[j] * sc[q];
     }
