@@ -1,20 +1,77 @@
 #!/usr/bin/env python3
 """Suite table (docs/benchmarks.md) from `kopt bench --ops OP --json` outputs,
-one JSON file per operator in DIR. Usage: summarize_bench.py DIR [CONFIG_DIR]"""
+one JSON file per operator in DIR.
+
+    summarize_bench.py DIR [CONFIG_DIR] [--eval DIR2] [--fallback OPS_JSON] [--ops-json OUT]
+
+--eval DIR2: `kopt eval --json` outputs named OP.json (a config measured with eval, not
+  bench: its baseline row counts, the reference SOL comes from the fallback if any).
+--fallback OPS_JSON: an earlier run's per-config figures (the --ops-json of that run) for the
+  configs that DIR does not have; such rows say "earlier run" in their status.
+--ops-json OUT: write this table's per-config figures as JSON (the next run's fallback)."""
+import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-out = Path(sys.argv[1])
-suite = Path(sys.argv[2] if len(sys.argv) > 2 else "configs/bench")
+ap = argparse.ArgumentParser()
+ap.add_argument("out")
+ap.add_argument("suite", nargs="?", default="configs/bench")
+ap.add_argument("--eval", dest="eval_dir")
+ap.add_argument("--fallback")
+ap.add_argument("--ops-json")
+args = ap.parse_args()
+out = Path(args.out)
+suite = Path(args.suite)
+fallback = json.loads(Path(args.fallback).read_text()) if args.fallback else {}
+
+
+def from_eval(path, entry):
+    """A `kopt eval --json` file: the baseline's weighted figures; None when unusable."""
+    d = json.loads(path.read_text())
+    b = d["results"]["baseline"]
+    rows_ = b["rows"]
+    att = [r.get("attainable_sol_fraction") for r in rows_]
+    weights = {w["id"]: w["weight"] for w in entry["_workloads"]}
+    wsum = sum(weights.values())
+    att_w = (sum(weights.get(r["workload"], 0) * (r.get("attainable_sol_fraction") or 0) for r in rows_) / wsum
+             if all(a is not None for a in att) and len(rows_) == len(weights) else None)
+    return {"base": b.get("weighted_sol_fraction"), "base_att": att_w,
+            "failed": [(r["workload"], r["status"]) for r in rows_ if r["status"] != "ok"],
+            "complete": len(rows_) == len(weights), "status": b.get("status")}
+
+
 rows = []
 for cfg in sorted(suite.glob("*.json")):
     name = cfg.stem
     c = json.loads(cfg.read_text())
     f = out / f"{name}.json"
     entry = {"name": name, "shapes": len(c["workloads"]), "weight": sum(w["weight"] for w in c["workloads"]),
-             "has_baseline": "baseline" in c}
+             "has_baseline": "baseline" in c, "_workloads": c["workloads"]}
+    ev = Path(args.eval_dir) / f"{name}.json" if args.eval_dir else None
+    if not f.exists() and ev is not None and ev.exists():
+        try:
+            e = from_eval(ev, entry)
+            fb = fallback.get(name, {})
+            if not e["complete"]:
+                raise ValueError("eval covers only some workloads")
+            entry.update(ok=True, ref=fb.get("reference_sol"), ref_att=fb.get("reference_attainable"),
+                         base=e["base"], base_att=e["base_att"], speedup=None, launch=0, worst=None,
+                         status=(e["status"] or "?") + " (kopt eval; reference SOL from the earlier run)",
+                         failed=e["failed"])
+        except Exception as ex:  # noqa: BLE001
+            entry.update(ok=False, why=f"eval file unusable ({type(ex).__name__}: {ex})")
+        rows.append(entry)
+        continue
+    if not f.exists() and name in fallback and fallback[name].get("status") == "ok":
+        fb = fallback[name]
+        entry.update(ok=True, ref=fb.get("reference_sol"), ref_att=fb.get("reference_attainable"),
+                     base=fb.get("baseline_sol"), base_att=fb.get("baseline_attainable"),
+                     speedup=fb.get("speedup"), launch=fb.get("launch", 0), worst=None,
+                     status="ok (earlier run)", failed=fb.get("failed", []))
+        rows.append(entry)
+        continue
     try:
         d = json.loads(f.read_text())
         op = d["operators"][0]
@@ -65,5 +122,12 @@ for r in rows:
     att = r.get("base_att") if r["base"] is not None else r.get("ref_att")
     sp += r["weight"] * (phys or 0.0)
     sa += r["weight"] * (att or 0.0)
+if args.ops_json:
+    Path(args.ops_json).write_text(json.dumps({
+        r["name"]: ({"status": "ok" if not r["failed"] else "failed", "reference_sol": r["ref"],
+                     "reference_attainable": r.get("ref_att"), "baseline_sol": r["base"],
+                     "baseline_attainable": r.get("base_att"), "speedup": r["speedup"], "launch": r["launch"],
+                     "failed": r["failed"], "source": r["status"]} if r["ok"] else {"status": r["why"]})
+        for r in rows}, indent=1))
 print(f"suite SOL over all {len(rows)} configs (baseline, else reference; unmeasured = 0), weight {wt:.4f}: "
       f"physical {pct(sp / wt if wt else None)}, attainable {pct(sa / wt if wt else None)}")
