@@ -64,7 +64,7 @@ def plan(source="fp8_blockscale_fused_moe_baseline.cu", gv_warps=4, gv_minb=8, f
 
 
 VARIANTS = {  # name: (GV_WARPS, GV_MINB, F8_INT)
-    "w4": (4, 8, 0), "w4int": (4, 8, 1), "w8": (8, 4, 0), "w4r": (4, 1, 0), "w8int": (8, 4, 1)}
+    "w4": (4, 8, 0), "w4int": (4, 8, 1), "w8": (8, 4, 0), "w4r": (4, 1, 0), "w8int": (8, 4, 1), "w8r": (8, 1, 0), "w4m6": (4, 6, 0)}
 
 
 def compact(obj, ind="  "):
