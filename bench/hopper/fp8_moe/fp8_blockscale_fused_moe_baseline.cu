@@ -1,182 +1,68 @@
-// fp8_blockscale_fused_moe baseline (helper fp8moe2, 2026-12-02).
-// Two paths, chosen per shape by the config (enable arguments; the disabled launches are 1-CTA
-// no-ops):
-//  * tokens < 64: weight-streaming GEMV. fmoe_gemv1: one CTA per (token slot, 16 intermediate
-//  rows),
-//    8 warps split the 128-k blocks of hidden, 16-byte fp8 loads of the gate and up rows, exact fp8
-//    -> f16 conversion in registers, mma.sync m16n8k16 (fp32 accumulate), per-block scale fc1_scale
-//    * a_scale on the fp32 accumulator, SwiGLU, activation stored as f16 (the only intermediate
-//    rounding; see bench/hopper/fp8_moe/NOTES.md). fmoe_gemv2: one CTA per (token, 16 output
-//    columns), 8 warps split the (slot, 128-k block) units, scale fc2_scale * topk_weight on the
-//    accumulator, sum, e4m3 cast.
-//  * tokens >= 64: the reference's fp32 tiled kernels (generic, slow; a tensor-core path is future
-//  work).
+// fp8_blockscale_fused_moe baseline (configs/bench/fp8_blockscale_fused_moe.json).
+// Measured (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 2026-12-03 11:52 UTC,
+// parameters GV_WARPS 4, GV_MINB 1, F8_INT 0): correct on all 6 workloads, weighted SOL 0.514
+// (reference 0.013). s2 (t 1) 107.1 us SOL 0.686, s4 (t 1) 59.1 us 0.532, s3 (t 32) 2.33 ms 0.645,
+// s1 (t 3804) 13.14 ms 0.180, s5 3.87 ms 0.131, s0 10.79 ms 0.109. F8_INT = 1 was slower on every
+// workload (s2 155.5 against 135.0 us, s1 17.3 against 13.1 ms, with GV_MINB 8).
+// Precision plan (bench/hopper/fp8_moe/NOTES.md): every e4m3 value is exact in f16 and f16 x f16
+// products are exact in fp32, so both GEMMs run f16 mma.sync m16n8k16 with fp32 accumulation on
+// operands converted from fp8 in registers (cvt.rn.f16x2.e4m3x2); the block scales are applied in
+// fp32 to the accumulator of each 128-k block (temp accumulator, then acc += temp * scale). The
+// only intermediate rounding is the SwiGLU activation, stored as f16.
+// K permutation: a thread loads 4 consecutive bytes k = 4c..4c+3 (c = lane % 4) of a k16 chunk and
+// uses bytes 0-1 as the fragment's k pair {2c, 2c+1} and bytes 2-3 as {2c+8, 2c+9}; A and B use
+// the same map, so the dot product is unchanged.
+// Two paths, chosen by the launch plan (enable arguments; a disabled launch is a 1-CTA no-op):
+//  * tokens < 64: weight-streaming GEMV. fmoe_gemv1: CTA per (token slot, 16 intermediate rows),
+//    8 warps split the 128-k blocks of hidden, 16-byte fp8 loads (ld.global.nc.L1::no_allocate) of
+//    the gate and up rows, the token vector (f16) in shared memory as the mma B operand (all 8
+//    columns the same). fmoe_gemv2: CTA per (token, 16 output columns), warps over the
+//    (slot, 128-k block) units, fc2_scale * topk_weight on the accumulator, sum, e4m3 cast.
+//  * tokens >= 64: grouped tensor-core GEMMs. fmoe_route (CTA per expert, ballot scan, ascending
+//    slot order), fmoe_tiles (tile table, 64 rows per tile), fmoe_tc1 (tile 64 rows x 64 act
+//    columns = 64 gate + 64 up rows of w1, k 128 per stage, 3-stage cp.async ring, 4 warps of
+//    32 x (32 + 32), SwiGLU in registers, f16 act), fmoe_tc2 (tile 64 rows x 128 hidden columns,
+//    act f16 A operand, w2 fp8, y fp32 per slot), fmoe_combine (sum over slots * topk_weight in
+//    slot order, e4m3 saturating cast).
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#define BM 64
-#define BN 64
-#define BK 16
+typedef unsigned int u32;
+typedef unsigned char u8;
+typedef unsigned long long u64;
+
 #define QB 128  // quantization block
 
-extern "C" __global__ void moe_route_gen(const int* __restrict__ topk_ids, int* __restrict__ lists,
-                                         int* __restrict__ counts, int tokens, int top_k,
-                                         int enable) {
-  if (!enable) return;
-  const int e = blockIdx.x;
-  if (threadIdx.x != 0) return;
-  int cnt = 0;
-  const long long n = static_cast<long long>(tokens) * top_k;
-  for (long long f = 0; f < n; ++f)
-    if (topk_ids[f] == e && cnt < tokens)
-      lists[static_cast<long long>(e) * tokens + cnt++] = static_cast<int>(f);
-  counts[e] = cnt;
-}
-
-extern "C" __global__ void moe_gemm1_gen(const __nv_fp8_e4m3* __restrict__ hidden_states,
-                                         const float* __restrict__ a_scale,
-                                         const __nv_fp8_e4m3* __restrict__ w1,
-                                         const float* __restrict__ fc1_scale,
-                                         const int* __restrict__ lists,
-                                         const int* __restrict__ counts, float* __restrict__ act,
-                                         int tokens, int hidden, int inter, int top_k, int enable) {
-  if (!enable) return;
-  __shared__ float As[BK][BM], Gs[BK][BN], Us[BK][BN];
-  const int e = blockIdx.z;
-  const int cnt = counts[e];
-  const int row0 = blockIdx.y * BM;
-  if (row0 >= cnt) return;
-  const int col0 = blockIdx.x * BN;
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-  const int kblocks = hidden / QB, nblocks = 2 * inter / QB;
-  float g[4][4] = {}, u[4][4] = {};
-  for (int d0 = 0; d0 < hidden; d0 += BK) {
-    for (int l = tid; l < BM * BK; l += 256) {
-      const int rr = l / BK, kk = l % BK, r = row0 + rr, d = d0 + kk;
-      float v = 0.0f;
-      if (r < cnt && d < hidden) {
-        const long long t = lists[static_cast<long long>(e) * tokens + r] / top_k;
-        v = static_cast<float>(hidden_states[t * hidden + d]) * a_scale[t * kblocks + d / QB];
-      }
-      As[kk][rr] = v;
-    }
-    for (int l = tid; l < BN * BK; l += 256) {
-      const int cc = l / BK, kk = l % BK, i = col0 + cc, d = d0 + kk;
-      float gv = 0.0f, uv = 0.0f;
-      if (i < inter && d < hidden) {
-        const long long ng = static_cast<long long>(e) * 2 * inter + i, nu = ng + inter;
-        gv = static_cast<float>(w1[ng * hidden + d]) *
-             fc1_scale[(static_cast<long long>(e) * nblocks + i / QB) * kblocks + d / QB];
-        uv = static_cast<float>(w1[nu * hidden + d]) *
-             fc1_scale[(static_cast<long long>(e) * nblocks + (inter + i) / QB) * kblocks + d / QB];
-      }
-      Gs[kk][cc] = gv;
-      Us[kk][cc] = uv;
-    }
-    __syncthreads();
-    for (int kk = 0; kk < BK; ++kk)
-      for (int m = 0; m < 4; ++m) {
-        const float a = As[kk][ty * 4 + m];
-        for (int n = 0; n < 4; ++n) {
-          g[m][n] += a * Gs[kk][tx * 4 + n];
-          u[m][n] += a * Us[kk][tx * 4 + n];
-        }
-      }
-    __syncthreads();
-  }
-  for (int m = 0; m < 4; ++m) {
-    const int r = row0 + ty * 4 + m;
-    if (r >= cnt) continue;
-    const long long f = lists[static_cast<long long>(e) * tokens + r];
-    for (int n = 0; n < 4; ++n) {
-      const int i = col0 + tx * 4 + n;
-      if (i >= inter) continue;
-      const float z = g[m][n];
-      act[f * inter + i] = z / (1.0f + expf(-z)) * u[m][n];
-    }
-  }
-}
-
-extern "C" __global__ void moe_gemm2_gen(const float* __restrict__ act,
-                                         const __nv_fp8_e4m3* __restrict__ w2,
-                                         const float* __restrict__ fc2_scale,
-                                         const int* __restrict__ lists,
-                                         const int* __restrict__ counts, float* __restrict__ y,
-                                         int tokens, int hidden, int inter, int enable) {
-  if (!enable) return;
-  __shared__ float As[BK][BM], Bs[BK][BN];
-  const int e = blockIdx.z;
-  const int cnt = counts[e];
-  const int row0 = blockIdx.y * BM;
-  if (row0 >= cnt) return;
-  const int col0 = blockIdx.x * BN;
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-  const int kblocks = inter / QB, dblocks = hidden / QB;
-  float acc[4][4] = {};
-  for (int i0 = 0; i0 < inter; i0 += BK) {
-    for (int l = tid; l < BM * BK; l += 256) {
-      const int rr = l / BK, kk = l % BK, r = row0 + rr, i = i0 + kk;
-      float v = 0.0f;
-      if (r < cnt && i < inter)
-        v = act[static_cast<long long>(lists[static_cast<long long>(e) * tokens + r]) * inter + i];
-      As[kk][rr] = v;
-    }
-    for (int l = tid; l < BN * BK; l += 256) {
-      const int cc = l / BK, kk = l % BK, d = col0 + cc, i = i0 + kk;
-      float v = 0.0f;
-      if (d < hidden && i < inter)
-        v = static_cast<float>(w2[(static_cast<long long>(e) * hidden + d) * inter + i]) *
-            fc2_scale[(static_cast<long long>(e) * dblocks + d / QB) * kblocks + i / QB];
-      Bs[kk][cc] = v;
-    }
-    __syncthreads();
-    for (int kk = 0; kk < BK; ++kk)
-      for (int m = 0; m < 4; ++m) {
-        const float a = As[kk][ty * 4 + m];
-        for (int n = 0; n < 4; ++n) acc[m][n] += a * Bs[kk][tx * 4 + n];
-      }
-    __syncthreads();
-  }
-  for (int m = 0; m < 4; ++m) {
-    const int r = row0 + ty * 4 + m;
-    if (r >= cnt) continue;
-    const long long f = lists[static_cast<long long>(e) * tokens + r];
-    for (int n = 0; n < 4; ++n) {
-      const int d = col0 + tx * 4 + n;
-      if (d < hidden) y[f * hidden + d] = acc[m][n];
-    }
-  }
-}
-
-extern "C" __global__ void moe_combine_gen(const float* __restrict__ y,
-                                           const float* __restrict__ topk_weights,
-                                           __nv_fp8_e4m3* __restrict__ out, int tokens, int hidden,
-                                           int top_k, int enable) {
-  if (!enable) return;
-  const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= static_cast<long long>(tokens) * hidden) return;
-  const long long t = idx / hidden, d = idx % hidden;
-  float r = 0.0f;
-  for (int s = 0; s < top_k; ++s)
-    r += y[(t * top_k + s) * hidden + d] * topk_weights[t * top_k + s];
-  out[idx] = __nv_fp8_e4m3(r);  // round to nearest even, saturating to +-448
-}
-
-// ---------------------------------------------------------------------------------------------
-// GEMV path (tokens < 64; enable = 1 there): weight streaming with mma.sync m16n8k16 f16 / fp32.
-// fp8 weights and hidden states convert exactly to f16 in registers; the block scales
-// (fc * a_scale, fc2 * topk_weight) are applied in fp32 on the accumulator of each 128-k block.
-// Only the intermediate activation is rounded (to f16). All 8 mma columns carry the same vector.
-#include <cuda_fp16.h>
-#include <stdint.h>
-
-__device__ __forceinline__ uint32_t f8x2_to_h2(uint32_t v16) {
+__device__ __forceinline__ u32 f8x2_to_h2(u32 v16) {
   __half2_raw r =
       __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v16 & 0xffffu), __NV_E4M3);
-  return static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
+  return static_cast<u32>(r.x) | (static_cast<u32>(r.y) << 16);
 }
 
-__device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+// F8_INT = 1: the 4 bytes of x as two f16x2 by integer ops (e4m3 bits moved into the f16 fields:
+// exactly value * 2^-8, subnormals included; F8_UNSCALE is folded into the fp32 scale), spread over
+// the integer pipe instead of the conversion unit; F8_INT = 0: cvt.rn.f16x2.e4m3x2 (exact).
+#ifndef F8_INT
+#define F8_INT 0
+#endif
+#if F8_INT
+#define F8_UNSCALE 256.0f
+#else
+#define F8_UNSCALE 1.0f
+#endif
+__device__ __forceinline__ void f8x4_to_h2x2(u32 x, u32& lo, u32& hi) {
+#if F8_INT
+  const u32 p0 = __byte_perm(x, 0u, 0x1404), p1 = __byte_perm(x, 0u, 0x3424);
+  lo = (p0 & 0x80008000u) | ((p0 >> 1) & 0x3f803f80u);
+  hi = (p1 & 0x80008000u) | ((p1 >> 1) & 0x3f803f80u);
+#else
+  lo = f8x2_to_h2(x);
+  hi = f8x2_to_h2(x >> 16);
+#endif
+}
+
+__device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
+                                         u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -192,40 +78,50 @@ __device__ __forceinline__ uint4 ldg_stream(const void* p) {
   return r;
 }
 
-__device__ __forceinline__ uint32_t u4get(const uint4& v, int m) {
+__device__ __forceinline__ u32 u4get(const uint4& v, int m) {
   return m == 0 ? v.x : m == 1 ? v.y : m == 2 ? v.z : v.w;
 }
 
+// ---------------------------------------------------------------------------------------------
+// GEMV path (tokens < 64).
 // 16 rows (r0: row g, r1: row g + 8) x 64 k of one thread's chunk (16 bytes each), B from shared
-// f16.
+// f16 (the thread's 16 k values).
 __device__ __forceinline__ void tile64(float* acc, const uint4& r0, const uint4& r1,
                                        const __half* bsh) {
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
-    const uint32_t w0 = u4get(r0, m), w1 = u4get(r1, m);
+    u32 a0, a1, a2, a3;
+    f8x4_to_h2x2(u4get(r0, m), a0, a2);
+    f8x4_to_h2x2(u4get(r1, m), a1, a3);
     const uint2 b = *reinterpret_cast<const uint2*>(bsh + 4 * m);
-    mma16816(acc, f8x2_to_h2(w0), f8x2_to_h2(w1), f8x2_to_h2(w0 >> 16), f8x2_to_h2(w1 >> 16), b.x,
-             b.y);
+    mma16816(acc, a0, a1, a2, a3, b.x, b.y);
   }
 }
 
-#define GV_WARPS 8
+#ifndef GV_WARPS
+#define GV_WARPS 4  // warps per GEMV CTA (block 32 * GV_WARPS)
+#endif
+#define GV_THREADS (32 * GV_WARPS)
+#ifndef GV_MINB
+#define GV_MINB 1  // min CTAs per SM for the register budget (8 with 4 warps: 64 registers, a spill, slower)
+#endif
 
-// grid (tokens * top_k, inter / 16), block 256, shared 2 * hidden + 1024 bytes.
-extern "C" __global__ void __launch_bounds__(256)
-    fmoe_gemv1(const uint8_t* __restrict__ hs, const float* __restrict__ a_scale,
-               const uint8_t* __restrict__ w1, const float* __restrict__ fc1_scale,
-               const int* __restrict__ topk_ids, __half* __restrict__ act, int tokens, int hidden,
-               int inter, int top_k, int enable) {
-  if (!enable) return;
+// grid (tokens * top_k, inter / 16), block GV_THREADS, shared 2 * hidden + 1024 bytes.
+__device__ __forceinline__ void gemv1_body(const u8* __restrict__ hs,
+                                           const float* __restrict__ a_scale,
+                                           const u8* __restrict__ w1,
+                                           const float* __restrict__ fc1_scale,
+                                           const int* __restrict__ topk_ids,
+                                           __half* __restrict__ act, int hidden, int inter,
+                                           int top_k) {
   extern __shared__ __align__(16) unsigned char smem[];
   __half* hsh = reinterpret_cast<__half*>(smem);
-  float* red = reinterpret_cast<float*>(smem + 2 * hidden);  // [8][32]
+  float* red = reinterpret_cast<float*>(smem + 2 * hidden);  // [GV_WARPS][32]
   const int f = blockIdx.x, t = f / top_k, e = topk_ids[f];
   const int i0 = blockIdx.y * 16;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
-  for (int d = tid * 8; d < hidden; d += 256 * 8) {
-    const uint2 v = *reinterpret_cast<const uint2*>(hs + static_cast<size_t>(t) * hidden + d);
+  for (int d = tid * 8; d < hidden; d += GV_THREADS * 8) {
+    const uint2 v = *reinterpret_cast<const uint2*>(hs + static_cast<u64>(t) * hidden + d);
     uint4 o;
     o.x = f8x2_to_h2(v.x);
     o.y = f8x2_to_h2(v.x >> 16);
@@ -234,27 +130,26 @@ extern "C" __global__ void __launch_bounds__(256)
     *reinterpret_cast<uint4*>(hsh + d) = o;
   }
   __syncthreads();
-  const int kblocks = hidden / 128, nblocks = 2 * inter / 128;
-  const uint8_t* wg0 = w1 + (static_cast<size_t>(e) * 2 * inter + i0 + g) * hidden + c * 16;
-  const uint8_t* wg1 = wg0 + static_cast<size_t>(8) * hidden;
-  const uint8_t* wu0 = wg0 + static_cast<size_t>(inter) * hidden;
-  const uint8_t* wu1 = wu0 + static_cast<size_t>(8) * hidden;
-  const float* sgp = fc1_scale + (static_cast<size_t>(e) * nblocks + i0 / 128) * kblocks;
-  const float* sup = fc1_scale + (static_cast<size_t>(e) * nblocks + (inter + i0) / 128) * kblocks;
-  const float* asp = a_scale + static_cast<size_t>(t) * kblocks;
+  const int kblocks = hidden / QB, nblocks = 2 * inter / QB;
+  const u8* wg0 = w1 + (static_cast<u64>(e) * 2 * inter + i0 + g) * hidden + c * 16;
+  const int o8 = 8 * hidden, ou = inter * hidden;  // row g + 8, up rows (< 2^31 here)
+  const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + i0 / QB) * kblocks;
+  const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + i0) / QB) * kblocks;
+  const float* asp = a_scale + static_cast<u64>(t) * kblocks;
   float ag[4] = {0.f, 0.f, 0.f, 0.f}, au[4] = {0.f, 0.f, 0.f, 0.f};
   for (int kb = warp; kb < kblocks; kb += GV_WARPS) {
-    const int k0 = kb * 128;
+    const int k0 = kb * QB;
     uint4 G0[2], G1[2], U0[2], U1[2];
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
-      G0[s] = ldg_stream(wg0 + k0 + s * 64);
-      G1[s] = ldg_stream(wg1 + k0 + s * 64);
-      U0[s] = ldg_stream(wu0 + k0 + s * 64);
-      U1[s] = ldg_stream(wu1 + k0 + s * 64);
+      const u8* p = wg0 + k0 + s * 64;
+      G0[s] = ldg_stream(p);
+      G1[s] = ldg_stream(p + o8);
+      U0[s] = ldg_stream(p + ou);
+      U1[s] = ldg_stream(p + ou + o8);
     }
     const float as = asp[kb];
-    const float sg = sgp[kb] * as, su = sup[kb] * as;
+    const float sg = sgp[kb] * as * F8_UNSCALE, su = sup[kb] * as * F8_UNSCALE;
     float tg[4] = {0.f, 0.f, 0.f, 0.f}, tu[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
@@ -282,28 +177,29 @@ extern "C" __global__ void __launch_bounds__(256)
       z += red[w * 32 + tid];
       u += red[w * 32 + 16 + tid];
     }
-    act[static_cast<size_t>(f) * inter + i0 + tid] = __float2half_rn(z / (1.0f + expf(-z)) * u);
+    act[static_cast<u64>(f) * inter + i0 + tid] = __float2half_rn(z / (1.0f + expf(-z)) * u);
   }
 }
 
-// grid (tokens, hidden / 16), block 256, shared 2 * top_k * inter + 1024 bytes.
-extern "C" __global__ void __launch_bounds__(256)
-    fmoe_gemv2(const __half* __restrict__ act, const uint8_t* __restrict__ w2,
-               const float* __restrict__ fc2_scale, const int* __restrict__ topk_ids,
-               const float* __restrict__ topk_weights, __nv_fp8_e4m3* __restrict__ out, int tokens,
-               int hidden, int inter, int top_k, int enable) {
-  if (!enable) return;
+// grid (tokens, hidden / 16), block GV_THREADS, shared 2 * top_k * inter + 1024 bytes.
+__device__ __forceinline__ void gemv2_body(const __half* __restrict__ act,
+                                           const u8* __restrict__ w2,
+                                           const float* __restrict__ fc2_scale,
+                                           const int* __restrict__ topk_ids,
+                                           const float* __restrict__ topk_weights,
+                                           __nv_fp8_e4m3* __restrict__ out, int hidden, int inter,
+                                           int top_k) {
   extern __shared__ __align__(16) unsigned char smem[];
   __half* ash = reinterpret_cast<__half*>(smem);
-  float* red = reinterpret_cast<float*>(smem + 2 * top_k * inter);  // [8][16]
+  float* red = reinterpret_cast<float*>(smem + 2 * top_k * inter);  // [GV_WARPS][16]
   const int t = blockIdx.x, d0 = blockIdx.y * 16;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
   const int n_act = top_k * inter;
-  const __half* ag = act + static_cast<size_t>(t) * n_act;
-  for (int i = tid * 8; i < n_act; i += 256 * 8)
+  const __half* ag = act + static_cast<u64>(t) * n_act;
+  for (int i = tid * 8; i < n_act; i += GV_THREADS * 8)
     *reinterpret_cast<uint4*>(ash + i) = *reinterpret_cast<const uint4*>(ag + i);
   __syncthreads();
-  const int iblocks = inter / 128, dblocks = hidden / 128;
+  const int iblocks = inter / QB, dblocks = hidden / QB;
   const int units = top_k * iblocks;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   for (int u0 = warp; u0 < units; u0 += 2 * GV_WARPS) {
@@ -318,16 +214,15 @@ extern "C" __global__ void __launch_bounds__(256)
       s_[q] = s;
       kb_[q] = kb;
       const int e = topk_ids[t * top_k + s];
-      const uint8_t* r0 =
-          w2 + (static_cast<size_t>(e) * hidden + d0 + g) * inter + kb * 128 + c * 16;
-      const uint8_t* r1 = r0 + static_cast<size_t>(8) * inter;
+      const u8* r0 = w2 + (static_cast<u64>(e) * hidden + d0 + g) * inter + kb * QB + c * 16;
+      const u8* r1 = r0 + static_cast<u64>(8) * inter;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         R0[q][h] = ok ? ldg_stream(r0 + h * 64) : make_uint4(0, 0, 0, 0);
         R1[q][h] = ok ? ldg_stream(r1 + h * 64) : make_uint4(0, 0, 0, 0);
       }
-      sc[q] = ok ? fc2_scale[(static_cast<size_t>(e) * dblocks + d0 / 128) * iblocks + kb] *
-                       topk_weights[t * top_k + s]
+      sc[q] = ok ? fc2_scale[(static_cast<u64>(e) * dblocks + d0 / QB) * iblocks + kb] *
+                       topk_weights[t * top_k + s] * F8_UNSCALE
                  : 0.f;
     }
 #pragma unroll
@@ -335,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(256)
       float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        tile64(tmp, R0[q][h], R1[q][h], ash + s_[q] * inter + kb_[q] * 128 + h * 64 + c * 16);
+        tile64(tmp, R0[q][h], R1[q][h], ash + s_[q] * inter + kb_[q] * QB + h * 64 + c * 16);
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[j] += tmp[j] * sc[q];
     }
@@ -349,6 +244,394 @@ extern "C" __global__ void __launch_bounds__(256)
     float r = 0.f;
 #pragma unroll
     for (int w = 0; w < GV_WARPS; ++w) r += red[w * 16 + tid];
-    out[static_cast<size_t>(t) * hidden + d0 + tid] = __nv_fp8_e4m3(r);  // RNE, saturating to +-448
+    out[static_cast<u64>(t) * hidden + d0 + tid] = __nv_fp8_e4m3(r);  // RNE, saturating to +-448
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core path (tokens >= 64).
+#define TBM 64       // rows (token slots) per tile
+#define TC_STAGES 3
+#define SA1 144      // fp8 row stride in shared memory (128 + 16: conflict-free 4-byte loads)
+#define SA2 288      // f16 act row stride (256 + 32: conflict-free 8-byte loads)
+
+// grid (num_experts), block GV_THREADS: lists[e][0..cnt) = the flat slots f = t * top_k + s
+// routed to e, ascending; counts[e] = cnt.
+__device__ __forceinline__ void route_body(const int* __restrict__ topk_ids,
+                                           int* __restrict__ lists, int* __restrict__ counts,
+                                           int tokens, int top_k) {
+  __shared__ int wsum[GV_WARPS];
+  const int e = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int n = tokens * top_k;
+  int base = 0;
+  for (int f0 = 0; f0 < n; f0 += GV_THREADS) {
+    const int f = f0 + tid;
+    const bool hit = f < n && topk_ids[f] == e;
+    const unsigned m = __ballot_sync(0xffffffffu, hit);
+    if (lane == 0) wsum[warp] = __popc(m);
+    __syncthreads();
+    int off = base, tot = 0;
+#pragma unroll
+    for (int w = 0; w < GV_WARPS; ++w) {
+      const int cw = wsum[w];
+      off += w < warp ? cw : 0;
+      tot += cw;
+    }
+    if (hit) lists[static_cast<u64>(e) * tokens + off + __popc(m & ((1u << lane) - 1u))] = f;
+    base += tot;
+    __syncthreads();
+  }
+  if (tid == 0) counts[e] = base;
+}
+
+// grid ceil_div(tokens * hidden, GV_THREADS), block GV_THREADS: out = e4m3(sum over slots, in
+// slot order, of y * topk_weight), saturating.
+__device__ __forceinline__ void combine_body(const float* __restrict__ y,
+                                             const float* __restrict__ topk_weights,
+                                             __nv_fp8_e4m3* __restrict__ out, int tokens,
+                                             int hidden, int top_k) {
+  const long long idx = static_cast<long long>(blockIdx.x) * GV_THREADS + threadIdx.x;
+  if (idx >= static_cast<long long>(tokens) * hidden) return;
+  const long long t = idx / hidden, d = idx % hidden;
+  float r = 0.0f;
+  for (int s = 0; s < top_k; ++s)
+    r += y[(t * top_k + s) * hidden + d] * topk_weights[t * top_k + s];
+  out[idx] = __nv_fp8_e4m3(r);  // round to nearest even, saturating to +-448
+}
+
+// Launch 1: GEMV path (gemv = 1) fmoe_gemv1, else the routing of the tensor-core path.
+extern "C" __global__ void __launch_bounds__(GV_THREADS, GV_MINB)
+    fmoe_stage1(const u8* __restrict__ hs, const float* __restrict__ a_scale,
+                const u8* __restrict__ w1, const float* __restrict__ fc1_scale,
+                const int* __restrict__ topk_ids, __half* __restrict__ act,
+                int* __restrict__ lists, int* __restrict__ counts, int tokens, int hidden,
+                int inter, int top_k, int gemv) {
+  if (gemv)
+    gemv1_body(hs, a_scale, w1, fc1_scale, topk_ids, act, hidden, inter, top_k);
+  else
+    route_body(topk_ids, lists, counts, tokens, top_k);
+}
+
+// Launch 4: GEMV path fmoe_gemv2, else the slot combine of the tensor-core path.
+extern "C" __global__ void __launch_bounds__(GV_THREADS, GV_MINB)
+    fmoe_stage4(const __half* __restrict__ act, const u8* __restrict__ w2,
+                const float* __restrict__ fc2_scale, const int* __restrict__ topk_ids,
+                const float* __restrict__ topk_weights, const float* __restrict__ y,
+                __nv_fp8_e4m3* __restrict__ out, int tokens, int hidden, int inter, int top_k,
+                int gemv) {
+  if (gemv)
+    gemv2_body(act, w2, fc2_scale, topk_ids, topk_weights, out, hidden, inter, top_k);
+  else
+    combine_body(y, topk_weights, out, tokens, hidden, top_k);
+}
+
+// Tile j of the tensor-core GEMMs: the experts' row ranges cut into TBM-row tiles, expert by
+// expert. Warp 0 scans ceil(counts / TBM) (32 experts per step); returns false past the last tile.
+__device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int num_experts,
+                                          int tile, int& e_out, int& row0_out) {
+  __shared__ int st[2];
+  const int lane = threadIdx.x & 31;
+  if (threadIdx.x < 32) {
+    if (lane == 0) st[0] = -1;
+    __syncwarp();
+    int base = 0;
+    for (int e0 = 0; e0 < num_experts && base <= tile; e0 += 32) {
+      const int e = e0 + lane;
+      const int nt = e < num_experts ? (counts[e] + TBM - 1) / TBM : 0;
+      int v = nt;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int x = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += x;
+      }
+      const int excl = base + v - nt;
+      if (tile >= excl && tile < excl + nt) {
+        st[0] = e;
+        st[1] = (tile - excl) * TBM;
+      }
+      base += __shfl_sync(0xffffffffu, v, 31);
+    }
+  }
+  __syncthreads();
+  e_out = st[0];
+  row0_out = st[1];
+  return e_out >= 0;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gptr) {
+  const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem_ptr));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gptr));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ u32 lds32(const unsigned char* p) {
+  return *reinterpret_cast<const u32*>(p);
+}
+
+#define TC1_STAGE (TBM * SA1 + 128 * SA1)
+// grid (inter / 64, ceil_div(tokens * top_k, 64) + num_experts: an upper bound of the tiles),
+// block 128,
+// shared TC_STAGES * TC1_STAGE bytes (82944).
+extern "C" __global__ void __launch_bounds__(128)
+    fmoe_tc1(const u8* __restrict__ hs, const float* __restrict__ a_scale,
+             const u8* __restrict__ w1, const float* __restrict__ fc1_scale,
+             const int* __restrict__ lists, const int* __restrict__ counts, __half* __restrict__ act, int tokens, int hidden, int inter, int top_k,
+             int num_experts, int enable) {
+  if (!enable) return;
+  int e, row0;
+  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int cnt = counts[e];
+  const int n0 = blockIdx.x * 64;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+  const int wm = warp & 1, wn = warp >> 1;
+  const int kblocks = hidden / QB, nblocks = 2 * inter / QB;
+  const int* lst = lists + static_cast<u64>(e) * tokens;
+  // cp.async sources: A 64 rows x 8 chunks (4 per thread), B 128 rows x 8 chunks (8 per thread).
+  const u8* asrc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int q = tid + 128 * i, r = q >> 3, ch = q & 7;
+    const int rr = min(row0 + r, cnt - 1);
+    asrc[i] = hs + static_cast<u64>(lst[rr] / top_k) * hidden + ch * 16;
+  }
+  const u8* bsrc = w1 + (static_cast<u64>(e) * 2 * inter + n0) * hidden;
+  auto load_stage = [&](int kb, int st) {
+    unsigned char* sA = smem + st * TC1_STAGE;
+    unsigned char* sB = sA + TBM * SA1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int q = tid + 128 * i, r = q >> 3, ch = q & 7;
+      cp_async16(sA + r * SA1 + ch * 16, asrc[i] + kb * QB);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int q = tid + 128 * i, r = q >> 3, ch = q & 7;
+      const int grow = r < 64 ? r : inter + r - 64;
+      cp_async16(sB + r * SA1 + ch * 16, bsrc + static_cast<u64>(grow) * hidden + kb * QB + ch * 16);
+    }
+  };
+  // token of each of the thread's 4 accumulator rows (for a_scale)
+  int tok[2][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int rr = min(row0 + wm * 32 + mt * 16 + g + 8 * h, cnt - 1);
+      tok[mt][h] = lst[rr] / top_k;
+    }
+  const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * kblocks;
+  const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * kblocks;
+
+  float acc[2][8][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[mt][nt][j] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < TC_STAGES - 1; ++s) {
+    if (s < kblocks) load_stage(s, s);
+    cp_async_commit();
+  }
+  for (int kb = 0; kb < kblocks; ++kb) {
+    cp_async_wait<TC_STAGES - 2>();
+    __syncthreads();
+    {
+      const int nk = kb + TC_STAGES - 1;
+      if (nk < kblocks) load_stage(nk, nk % TC_STAGES);
+      cp_async_commit();
+    }
+    const unsigned char* sA = smem + (kb % TC_STAGES) * TC1_STAGE;
+    const unsigned char* sB = sA + TBM * SA1;
+    float tmp[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) tmp[mt][nt][j] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const int ko = ks * 16 + c * 4;
+      u32 a[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int r = wm * 32 + mt * 16 + g;
+        const u32 x0 = lds32(sA + r * SA1 + ko), x1 = lds32(sA + (r + 8) * SA1 + ko);
+        f8x4_to_h2x2(x0, a[mt][0], a[mt][2]);
+        f8x4_to_h2x2(x1, a[mt][1], a[mt][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int br = (nt < 4 ? wn * 32 + nt * 8 : 64 + wn * 32 + (nt - 4) * 8) + g;
+        u32 b0, b1;
+        f8x4_to_h2x2(lds32(sB + br * SA1 + ko), b0, b1);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+          mma16816(tmp[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
+      }
+    }
+    const float sg = sgp[kb] * (F8_UNSCALE * F8_UNSCALE), su = sup[kb] * (F8_UNSCALE * F8_UNSCALE);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float as = a_scale[static_cast<u64>(tok[mt][h]) * kblocks + kb];
+        const float xg = as * sg, xu = as * su;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+            acc[mt][nt][2 * h + j] += tmp[mt][nt][2 * h + j] * (nt < 4 ? xg : xu);
+      }
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + wm * 32 + mt * 16 + g + 8 * h;
+      if (r >= cnt) continue;
+      const u64 f = static_cast<u64>(lst[r]);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int i = n0 + wn * 32 + nt * 8 + 2 * c;
+        float v[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float z = acc[mt][nt][2 * h + j], u = acc[mt][nt + 4][2 * h + j];
+          v[j] = z / (1.0f + expf(-z)) * u;
+        }
+        *reinterpret_cast<__half2*>(act + f * inter + i) = __floats2half2_rn(v[0], v[1]);
+      }
+    }
+}
+
+#define TC2_STAGE (TBM * SA2 + 128 * SA1)
+// grid (hidden / 128, ceil_div(tokens * top_k, 64) + num_experts), block 128,
+// shared TC_STAGES * TC2_STAGE bytes (110592).
+extern "C" __global__ void __launch_bounds__(128)
+    fmoe_tc2(const __half* __restrict__ act, const u8* __restrict__ w2,
+             const float* __restrict__ fc2_scale, const int* __restrict__ lists,
+             const int* __restrict__ counts, float* __restrict__ y, int tokens, int hidden,
+             int inter, int num_experts, int enable) {
+  if (!enable) return;
+  int e, row0;
+  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int cnt = counts[e];
+  const int d0 = blockIdx.x * 128;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+  const int wm = warp & 1, wn = warp >> 1;
+  const int kblocks = inter / QB, dblocks = hidden / QB;
+  const int* lst = lists + static_cast<u64>(e) * tokens;
+  // A: 64 rows x 16 chunks of 16 bytes (8 per thread); B: 128 rows x 8 chunks (8 per thread).
+  const unsigned char* asrc[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int q = tid + 128 * i, r = q >> 4, ch = q & 15;
+    const int rr = min(row0 + r, cnt - 1);
+    asrc[i] = reinterpret_cast<const unsigned char*>(act + static_cast<u64>(lst[rr]) * inter) +
+              ch * 16;
+  }
+  const u8* bsrc = w2 + (static_cast<u64>(e) * hidden + d0) * inter;
+  auto load_stage = [&](int kb, int st) {
+    unsigned char* sA = smem + st * TC2_STAGE;
+    unsigned char* sB = sA + TBM * SA2;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int q = tid + 128 * i, r = q >> 4, ch = q & 15;
+      cp_async16(sA + r * SA2 + ch * 16, asrc[i] + kb * QB * 2);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int q = tid + 128 * i, r = q >> 3, ch = q & 7;
+      cp_async16(sB + r * SA1 + ch * 16, bsrc + static_cast<u64>(r) * inter + kb * QB + ch * 16);
+    }
+  };
+  const float* s2p = fc2_scale + (static_cast<u64>(e) * dblocks + d0 / QB) * kblocks;
+
+  float acc[2][8][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[mt][nt][j] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < TC_STAGES - 1; ++s) {
+    if (s < kblocks) load_stage(s, s);
+    cp_async_commit();
+  }
+  for (int kb = 0; kb < kblocks; ++kb) {
+    cp_async_wait<TC_STAGES - 2>();
+    __syncthreads();
+    {
+      const int nk = kb + TC_STAGES - 1;
+      if (nk < kblocks) load_stage(nk, nk % TC_STAGES);
+      cp_async_commit();
+    }
+    const unsigned char* sA = smem + (kb % TC_STAGES) * TC2_STAGE;
+    const unsigned char* sB = sA + TBM * SA2;
+    float tmp[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) tmp[mt][nt][j] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      u32 a[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int r = wm * 32 + mt * 16 + g;
+        const uint2 x0 = *reinterpret_cast<const uint2*>(sA + r * SA2 + (ks * 16 + c * 4) * 2);
+        const uint2 x1 =
+            *reinterpret_cast<const uint2*>(sA + (r + 8) * SA2 + (ks * 16 + c * 4) * 2);
+        a[mt][0] = x0.x;
+        a[mt][1] = x1.x;
+        a[mt][2] = x0.y;
+        a[mt][3] = x1.y;
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int br = wn * 64 + nt * 8 + g;
+        u32 b0, b1;
+        f8x4_to_h2x2(lds32(sB + br * SA1 + ks * 16 + c * 4), b0, b1);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+          mma16816(tmp[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
+      }
+    }
+    const float sc = s2p[kb] * F8_UNSCALE;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[mt][nt][j] += tmp[mt][nt][j] * sc;
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + wm * 32 + mt * 16 + g + 8 * h;
+      if (r >= cnt) continue;
+      const u64 f = static_cast<u64>(lst[r]);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int d = d0 + wn * 64 + nt * 8 + 2 * c;
+        *reinterpret_cast<float2*>(y + f * hidden + d) =
+            make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+      }
+    }
 }
