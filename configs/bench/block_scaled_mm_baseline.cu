@@ -18,8 +18,9 @@
 //    cannot pass a host-encoded CUtensorMap), converts the smaller of A and B
 //    (the "S" operand) to f16 in a workspace, with its k order permuted inside
 //    each 64-wide block to match the register fragments below, writes the
-//    per-column scale-ratio table that the swapped orientation needs, and
-//    zeroes `out` when the GEMM splits K.
+//    per-column scale-ratio table and the transposed a_scales that the swapped
+//    orientation needs, and (PF_L2) prefetches into L2 the first k-steps of R
+//    that each block of launch 2 reads first.
 // 2. bsmm_f16_tma: persistent, 384 threads = one producer warpgroup (one
 //    thread issues the TMA copies) + 2 consumer warpgroups. Tile = 128 rows of
 //    the "R" operand (the larger matrix, read as fp8 by TMA, 64 k per stage,
@@ -32,13 +33,16 @@
 // (sigma = the product of both scales for the element); entering group g the
 // accumulators are multiplied by sigma_{g-1} / sigma_g, and the epilogue
 // multiplies by the last sigma. 128 accumulators per thread (m64n256) fit;
-// a separate fp32 total would not.
-// Small problems (fewer tiles than half the SMs) split K across blocks and
-// add their partial results with red.global.add.
-// Measured on H200 (2026-12-02, driver 580.159.04, `kopt eval --seeds 1`):
-// correct on all 24 shapes (max abs error 3.7e-5 .. 4.3e-4), 20.3 % of the
-// fp8 peak weighted (0.34-0.39 on the large shapes, i.e. 68-77 % of the f16
-// peak this kernel is bound by; 0.05-0.12 on the small-m shapes).
+// a separate fp32 total would not. Swapped orientation: the ratio row of a
+// group (and the last group's a_scales row) comes into the stage's shared
+// memory by a 1 KB bulk copy on the same mbarrier as the operands, so the
+// rescale reads shared memory instead of waiting on global loads.
+// Small problems (fewer tiles than half the SMs) split K across blocks. The
+// splits do not add into out with atomics (that epilogue took 8.5-10.3 us of
+// 32-44 us on m = 349, 1024, 237; H200, 2026-12-03): each stores its scaled
+// partial tile to a workspace (coalesced float4s in register order), counts
+// itself on a per-tile counter, and the last split of the tile to arrive adds
+// the others' partial tiles and writes out once (no zeroing of out).
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
