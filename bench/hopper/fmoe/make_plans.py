@@ -58,14 +58,14 @@ VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT)
 DEFAULT = (1, 1, 4)
 
 if __name__ == "__main__":
-    src = "../../../configs/bench/fused_moe_baseline.cu"
+    src = "fused_moe_tma.cu"
     for name, v in VARIANTS.items():
         with open(os.path.join(HERE, name + ".json"), "w") as f:
             f.write(json.dumps(plan(src, *v), indent=1) + "\n")
     if "--config" in sys.argv:
         cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
         text = open(cfg_path).read()
-        base = json.dumps(plan("fused_moe_baseline.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
+        base = json.dumps(plan("../../bench/hopper/fmoe/fused_moe_tma.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
         text = text[: text.rindex(',\n  "baseline": ')] + "\n}\n"
         end = text.rstrip().rindex("}")
         text = text[:end].rstrip() + ',\n  "baseline": ' + base + "\n}\n"
