@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Launch plans of configs/bench/fused_moe_baseline.cu with the TMA / skip / split-K
+parameters (issue 23, helper fmoe): candidate JSONs for kopt eval --candidate, and, with
+--config, the plan that configs/bench/fused_moe.json carries as its baseline.
+    python3 bench/hopper/fmoe/make_plans.py [--config]"""
+import json, os, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORD = "(1 - min(1, inter / (ORDMAX + 1)))"  # 1: ordered mode
+ints = lambda names: [{"int": n, "type": "int32"} for n in names]
+COMMON = ["tokens", "hidden", "inter", "top_k", "experts"]
+BOUND = "(ceil_div(tokens * top_k, 128) + experts)"  # the route's tile bound
+# The tile-width rule of the 2026-12-02 baseline (bench/hopper/fused_moe_grouped/make_plans.py).
+W1_RULE = "min(1, tokens * top_k / (4 * experts))"
+W2_RULE = "min(1, min(experts, tokens * top_k) * ceil_div(tokens * top_k, 128 * experts) * (hidden / 256) / 67)"
+
+
+def plan(source, tma, skip, split, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
+    par = lambda v: {"values": [v], "default": v}
+    return {
+        "source_file": source,
+        "parameters": {"ORDMAX": par(ordmax), "ROUTE_AGG": par(0), "MOE_TMA": par(tma),
+                       "MOE_SKIP": par(skip), "MOE_SPLIT": par(split), "SPLIT_EPI": par(epi)},
+        "workspaces": {
+            "route": {"bytes": "4 * (1 + 3 * " + BOUND + " + tokens * top_k)", "zero_init": False},
+            "act": {"bytes": "2 * tokens * top_k * inter", "zero_init": False},
+            "ys": {"bytes": "2 * tokens * top_k * hidden * " + ORD + " + 256", "zero_init": False},
+            "maps": {"bytes": "640", "zero_init": False},
+        },
+        "launches": [
+            {"kernel": "moe_route", "grid": [1], "block": [1024],
+             "args": [{"tensor": "topk_ids"}, {"workspace": "route"}] + ints(["tokens", "top_k", "experts"])
+                     + [{"tensor": "w1"}, {"tensor": "w2"}, {"workspace": "act"}, {"workspace": "maps"}]
+                     + ints(["hidden", "inter"])},
+            {"kernel": "moe_gemm1", "grid": [f"min(132, {BOUND} * (inter / (64 + 64 * {w1})))"],
+             "block": [384], "shared_bytes": "4 * 49152 + 2048",
+             "args": [{"tensor": "hidden_states"}, {"tensor": "w1"}, {"workspace": "route"},
+                      {"workspace": "act"}, {"tensor": "out"}, {"workspace": "maps"}]
+                     + ints(COMMON + [w1, "1 - " + ORD])},
+            {"kernel": "moe_gemm2", "grid": [f"min(132, {BOUND} * (hidden / (128 + 128 * {w2})))"],
+             "block": [384], "shared_bytes": "4 * 49152 + 2048",
+             "args": [{"workspace": "act"}, {"tensor": "w2"}, {"workspace": "route"},
+                      {"tensor": "topk_weights"}, {"tensor": "out"}, {"workspace": "ys"},
+                      {"workspace": "maps"}] + ints(COMMON + [w2, ORD])},
+            {"kernel": "moe_reduce", "grid": [f"ceil_div(tokens * hidden / 8, 256) * {ORD} + 1 - {ORD}"],
+             "block": [256],
+             "args": [{"workspace": "ys"}, {"tensor": "out"}] + ints(["tokens", "hidden", "top_k", ORD])},
+        ],
+    }
+
+
+VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT)
+    "v_tma": (1, 0, 1),
+    "v_tma_skip": (1, 1, 1),
+    "v_tma_skip_split": (1, 1, 4),
+    "v_cpasync_skip_split": (0, 1, 4),
+}
+DEFAULT = (1, 1, 4)
+
+if __name__ == "__main__":
+    src = "fused_moe_tma.cu"
+    for name, v in VARIANTS.items():
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            f.write(json.dumps(plan(src, *v), indent=1) + "\n")
+    if "--config" in sys.argv:
+        cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
+        text = open(cfg_path).read()
+        base = json.dumps(plan("../../bench/hopper/fmoe/fused_moe_tma.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
+        text = text[: text.rindex(',\n  "baseline": ')] + "\n}\n"
+        end = text.rstrip().rindex("}")
+        text = text[:end].rstrip() + ',\n  "baseline": ' + base + "\n}\n"
+        assert json.loads(text)["baseline"] == json.loads(base)
+        with open(cfg_path, "w") as f:
+            f.write(text)
