@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <random>
 #include "../../../../configs/bench/chunk_delta_rule_output_reference.cu"
-#include "../../../../configs/bench/chunk_delta_rule_output_baseline.cu"
+#include "../chunk_delta_rule_output_baseline.cu"
 typedef __nv_bfloat16 bf;
 int main(int argc, char** argv) {
   const int B = 2, T = argc > 1 ? atoi(argv[1]) : 130, HQ = 2, HV = 4, K = 128, V = 128, C = 64;

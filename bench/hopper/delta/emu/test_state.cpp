@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <random>
 #include "../../../../configs/bench/chunk_gated_delta_rule_state_reference.cu"
-#include "../../../../configs/bench/chunk_gated_delta_rule_state_baseline.cu"
+#include "../chunk_gated_delta_rule_state_baseline.cu"
 typedef __nv_bfloat16 bf;
 int main(int argc, char** argv) {
   const int B = 2, T = argc > 1 ? atoi(argv[1]) : 130, HK = 2, HV = 4, K = 128, V = 128, SC = 3, C = 64;
