@@ -1,5 +1,5 @@
 // fp8_blockscale_fused_moe baseline (configs/bench/fp8_blockscale_fused_moe.json).
-// Measured (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 2026-12-03 11:52 UTC,
+// Measured on H200 (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 2026-12-03 11:52 UTC,
 // parameters GV_WARPS 4, GV_MINB 1, F8_INT 0): correct on all 6 workloads, weighted SOL 0.514
 // (reference 0.013). s2 (t 1) 107.1 us SOL 0.686, s4 (t 1) 59.1 us 0.532, s3 (t 32) 2.33 ms 0.645,
 // s1 (t 3804) 13.14 ms 0.180, s5 3.87 ms 0.131, s0 10.79 ms 0.109. F8_INT = 1 was slower on every
