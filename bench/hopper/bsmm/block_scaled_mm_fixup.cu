@@ -128,7 +128,8 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes,
                                           unsigned bar) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
@@ -211,8 +212,8 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int
 // 8t + 2kk + h, so the dot products see matching k on both sides.
 extern "C" __global__ void __launch_bounds__(256)
     bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
-              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N, int K,
-              int ctas) {
+              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
+              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
   const plan_t p = make_plan(M, N, K, ctas);
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
@@ -346,7 +347,6 @@ __device__ __forceinline__ void wgmma_rs_m64n256k16(float* d, const unsigned* a,
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-
 
 // One k-step's register fragments: rows g and g + 8 of this warp's 16 rows,
 // 16 bytes each (bytes 16t .. 16t + 15 of the 64-byte row), as 4 k16 steps
@@ -512,7 +512,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
               for (int j = 0; j < 32; ++j) {
                 float2 q;
-                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(q.x), "=f"(q.y) : "r"(rs + 32 * j));
+                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                             : "=f"(q.x), "=f"(q.y)
+                             : "r"(rs + 32 * j));
                 const float x = q.x * rt, y = q.y * rt;
                 d[4 * j] *= x;
                 d[4 * j + 1] *= y;
@@ -556,7 +558,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           float2 q;
-          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(q.x), "=f"(q.y) : "r"(ls + 32 * j));
+          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                       : "=f"(q.x), "=f"(q.y)
+                       : "r"(ls + 32 * j));
           const float x = q.x * sigt, y = q.y * sigt;
           d[4 * j] *= x;
           d[4 * j + 1] *= y;
@@ -573,7 +577,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         // coalesced float4s) to the workspace, and the last split of the tile to arrive
         // (a counter per tile, reset by that split) adds the others' tiles and stores out.
         const int ctid = threadIdx.x - 128, tile = u % p.tiles;
-        float4* part = reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
+        float4* part =
+            reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
         float4* mine = part + (long long)u * 8192 + ctid;
 #pragma unroll
         for (int j = 0; j < 32; ++j)
@@ -618,7 +623,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           if (col >= N) continue;
           float* o0 = out + r0 * N + col;
           if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(d[4 * j], d[4 * j + 1]);
-          if (ok1) *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+          if (ok1)
+            *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
         }
       } else {
         // out[s, r] = D[r, s]; r < N always (N % 128 == 0), s < M checked.

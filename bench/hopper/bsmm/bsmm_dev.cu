@@ -131,7 +131,8 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes,
                                           unsigned bar) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
@@ -540,7 +541,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               for (int j = 0; j < 32; ++j) {
 #if RATIO_TMA
                 float2 q;
-                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(q.x), "=f"(q.y) : "r"(rs + 32 * j));
+                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                             : "=f"(q.x), "=f"(q.y)
+                             : "r"(rs + 32 * j));
 #else
                 const float2 q = __ldg(reinterpret_cast<const float2*>(rr + 8 * j));
 #endif
@@ -593,7 +596,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         for (int j = 0; j < 32; ++j) {
 #if RATIO_TMA
           float2 q;
-          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(q.x), "=f"(q.y) : "r"(ls + 32 * j));
+          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                       : "=f"(q.x), "=f"(q.y)
+                       : "r"(ls + 32 * j));
 #else
           const int col = s0 + 8 * j, gl = g1 - 1;
           const float2 q = make_float2(col < M ? a_scales[(long long)col * G + gl] : 0.f,
@@ -614,7 +619,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         // coalesced float4s) to the workspace, and the last split of the tile to arrive
         // (a counter per tile, reset by that split) adds the others' tiles and stores out.
         const int ctid = threadIdx.x - 128, tile = u % p.tiles;
-        float4* part = reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
+        float4* part =
+            reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
         float4* mine = part + (long long)u * 8192 + ctid;
 #pragma unroll
         for (int j = 0; j < 32; ++j)
@@ -662,7 +668,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           if (col >= N) continue;
           float* o0 = out + r0 * N + col;
           if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(d[4 * j], d[4 * j + 1]);
-          if (ok1) *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+          if (ok1)
+            *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
         }
       } else {
         // out[s, r] = D[r, s]; r < N always (N % 128 == 0), s < M checked.
@@ -688,10 +695,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       const int gl = g1 - 1;
       if (tid == 0 && c == 0) TRACE(2);
 #ifdef ABL_NO_EPI
-      if (d[0] == 12345.f && d[127] == 1.f) out[0] = d[5];
+      if (d[0] == 12345.f && d[127] == 1.f)
+        out[0] = d[5];
       else
 #endif
-      if (!p.swap) {
+          if (!p.swap) {
         const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the harness variants listed in $VARIANTS ("name KERNEL_FILE flags...", one a line)
-# into $1 (default /work/main/.gpuwork/bsmm/bin). KERNEL_FILE is relative to the worktree root.
-D=${1:-/work/main/.gpuwork/bsmm/bin}; mkdir -p $D; H="$(cd "$(dirname "$0")" && pwd)"; R="$(cd $H/../../.. && pwd)"
+# into $1 (default .gpuwork/bsmm/bin under the repository root). KERNEL_FILE is relative to the worktree root.
+H="$(cd "$(dirname "$0")" && pwd)"; R="$(cd $H/../../.. && pwd)"; D=${1:-$R/.gpuwork/bsmm/bin}; mkdir -p $D
 N="/usr/local/cuda/bin/nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17"
 while read -r name kf flags; do
   [ -z "$name" ] && continue

@@ -2,6 +2,7 @@
 // CUDA thread, blocks run one after another, __syncthreads = block barrier, mma.sync and
 // cp.async emulated (cp.async synchronously). For checking index math and fragment layouts.
 #pragma once
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -10,7 +11,6 @@
 #include <memory>
 #include <thread>
 #include <vector>
-#include <algorithm>
 #define DELTA_CPU_EMU 1
 #define __global__
 #define __device__
@@ -20,39 +20,73 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define __shared__ static
-using std::max; using std::min;
-struct dim3 { unsigned x = 0, y = 0, z = 0; };
-struct float2 { float x, y; };
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-inline float2 make_float2(float a, float b) { return {a, b}; }
-struct __nv_bfloat16 { unsigned short b; };
-inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 v) { return v.b; }
-inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) { return {b}; }
+using std::max;
+using std::min;
+struct dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+struct float2 {
+  float x, y;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline float2 make_float2(float a, float b) {
+  return {a, b};
+}
+struct __nv_bfloat16 {
+  unsigned short b;
+};
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 v) {
+  return v.b;
+}
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) {
+  return {b};
+}
 inline __nv_bfloat16 __float2bfloat16(float f) {
-  uint32_t x; memcpy(&x, &f, 4);
+  uint32_t x;
+  memcpy(&x, &f, 4);
   if ((x & 0x7fffffffu) > 0x7f800000u) return {static_cast<unsigned short>((x >> 16) | 0x40)};
   x += 0x7fffu + ((x >> 16) & 1u);
   return {static_cast<unsigned short>(x >> 16)};
 }
-inline float __bfloat162float(__nv_bfloat16 v) { uint32_t x = uint32_t(v.b) << 16; float f; memcpy(&f, &x, 4); return f; }
-inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+inline float __bfloat162float(__nv_bfloat16 v) {
+  uint32_t x = uint32_t(v.b) << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+inline float __int_as_float(int i) {
+  float f;
+  memcpy(&f, &i, 4);
+  return f;
+}
 
 inline dim3 blockIdx, blockDim, gridDim;
 inline thread_local dim3 threadIdx;
 inline unsigned char* dsmem = nullptr;
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;
-inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
-inline void warp_sync() { g_warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
+inline void __syncthreads() {
+  g_block_bar->arrive_and_wait();
+}
+inline void warp_sync() {
+  g_warp_bar[threadIdx.x / 32]->arrive_and_wait();
+}
 
-struct MmaSlot { uint32_t a[4], b[2]; };
+struct MmaSlot {
+  uint32_t a[4], b[2];
+};
 inline std::vector<MmaSlot> g_mma;
-inline float bfl(uint32_t r, int hi) { return __bfloat162float({static_cast<unsigned short>(hi ? r >> 16 : r & 0xffff)}); }
+inline float bfl(uint32_t r, int hi) {
+  return __bfloat162float({static_cast<unsigned short>(hi ? r >> 16 : r & 0xffff)});
+}
 // mma.m16n8k16.row.col bf16 -> f32, d += a b, PTX fragment layouts.
 inline void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   const int lane = threadIdx.x & 31, wbase = threadIdx.x & ~31;
   MmaSlot& me = g_mma[threadIdx.x];
-  memcpy(me.a, a, 16); memcpy(me.b, b, 8);
+  memcpy(me.a, a, 16);
+  memcpy(me.b, b, 8);
   warp_sync();
   float A[16][16], B[16][8];
   for (int l = 0; l < 32; ++l) {
@@ -76,16 +110,28 @@ inline void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[
     d[e] = s;
   }
 }
-inline void cp_async16(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 16); else memset(dst, 0, 16); }
-inline void cp_async4(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 4); else memset(dst, 0, 4); }
+inline void cp_async16(void* dst, const void* src, bool pred) {
+  if (pred)
+    memcpy(dst, src, 16);
+  else
+    memset(dst, 0, 16);
+}
+inline void cp_async4(void* dst, const void* src, bool pred) {
+  if (pred)
+    memcpy(dst, src, 4);
+  else
+    memset(dst, 0, 4);
+}
 inline void cp_async_commit() {}
-template <int N> inline void cp_async_wait() {}
+template <int N>
+inline void cp_async_wait() {}
 
 // Launch f() over grid x block, blocks sequentially; fills smem with garbage first.
 inline void emu_launch(dim3 grid, dim3 block, size_t smem, const std::function<void()>& f) {
   const unsigned nt = block.x * std::max(1u, block.y) * std::max(1u, block.z);
   std::vector<unsigned char> sm(smem + 16);
-  blockDim = block; gridDim = grid;
+  blockDim = block;
+  gridDim = grid;
   for (unsigned z = 0; z < std::max(1u, grid.z); ++z)
     for (unsigned y = 0; y < std::max(1u, grid.y); ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -95,10 +141,15 @@ inline void emu_launch(dim3 grid, dim3 block, size_t smem, const std::function<v
         std::barrier<> bar(nt);
         g_block_bar = &bar;
         g_warp_bar.clear();
-        for (unsigned w = 0; w < (nt + 31) / 32; ++w) g_warp_bar.emplace_back(new std::barrier<>(std::min(32u, nt - 32 * w)));
+        for (unsigned w = 0; w < (nt + 31) / 32; ++w)
+          g_warp_bar.emplace_back(new std::barrier<>(std::min(32u, nt - 32 * w)));
         g_mma.assign(nt, {});
         std::vector<std::thread> th;
-        for (unsigned t = 0; t < nt; ++t) th.emplace_back([t, &f] { threadIdx = {t, 0, 0}; f(); });
+        for (unsigned t = 0; t < nt; ++t)
+          th.emplace_back([t, &f] {
+            threadIdx = {t, 0, 0};
+            f();
+          });
         for (auto& t : th) t.join();
       }
 }
