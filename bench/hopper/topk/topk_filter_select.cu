@@ -39,8 +39,9 @@
 // Chunks longer than the registers hold fall back to streaming the row from
 // L2 in each pass (not reached by the config's workloads).
 //
-// Measured: see knowledge_base/references/topk-filter.md and
-// bench/hopper/topk/results/ (H200, driver 580.159.04, 2026-12-03).
+// Measured on H200 (2026-12-03, driver 580.159.04, `kopt eval --seeds 2`): topk_filter: 24.4 % of
+// speed of light weighted over 8 shapes, 8/8 correct (the previous kernel: 12.9 %); details in
+// knowledge_base/references/topk-filter.md and bench/hopper/topk/results/2026-12-03-b/.
 
 #define SQ 4  // float4 groups (16 values) per thread, short path
 #define LQ 5  // float4 groups (20 values) per thread, cluster path
@@ -61,13 +62,16 @@ __device__ __forceinline__ void cp_async16(unsigned int dst, const void* src) {
 __device__ __forceinline__ void cp_async4(unsigned int dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void cluster_sync_all() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
 }
 __device__ __forceinline__ unsigned int cluster_rank() {
   unsigned int r;
@@ -91,7 +95,8 @@ __device__ __forceinline__ int ld_dsmem(unsigned int local_addr, unsigned int ra
 // Every thread calls it with the same kk; every thread leaves with bin, the
 // rank inside the bin and the bin's count (from *res). Barriers: 2.
 // Thread t owns bins [t*bpt, (t+1)*bpt): higher threads own larger keys.
-__device__ __forceinline__ int4 pick_bin(const int* hist, int nbins, int kk, int* scratch, int4* res) {
+__device__ __forceinline__ int4 pick_bin(const int* hist, int nbins, int kk, int* scratch,
+                                         int4* res) {
   const int nt = blockDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int bpt = (nbins + nt - 1) / nt;
   const int lo = min(tid * bpt, nbins), hi = min(lo + bpt, nbins);
@@ -124,13 +129,26 @@ __device__ __forceinline__ int4 pick_bin(const int* hist, int nbins, int kk, int
         const int4 v = h4[g];
         const int gs = v.x + v.y + v.z + v.w;
         if (acc + gs >= kk) {
-          if (acc + v.w >= kk) { bin = 4 * g + 3; cnt = v.w; break; }
+          if (acc + v.w >= kk) {
+            bin = 4 * g + 3;
+            cnt = v.w;
+            break;
+          }
           acc += v.w;
-          if (acc + v.z >= kk) { bin = 4 * g + 2; cnt = v.z; break; }
+          if (acc + v.z >= kk) {
+            bin = 4 * g + 2;
+            cnt = v.z;
+            break;
+          }
           acc += v.z;
-          if (acc + v.y >= kk) { bin = 4 * g + 1; cnt = v.y; break; }
+          if (acc + v.y >= kk) {
+            bin = 4 * g + 1;
+            cnt = v.y;
+            break;
+          }
           acc += v.y;
-          bin = 4 * g; cnt = v.x;
+          bin = 4 * g;
+          cnt = v.x;
           break;
         }
         acc += gs;
@@ -138,7 +156,11 @@ __device__ __forceinline__ int4 pick_bin(const int* hist, int nbins, int kk, int
     } else {
       for (int b = hi - 1; b >= lo; --b) {
         const int h = hist[b];
-        if (acc + h >= kk) { bin = b; cnt = h; break; }
+        if (acc + h >= kk) {
+          bin = b;
+          cnt = h;
+          break;
+        }
         acc += h;
       }
     }
@@ -155,8 +177,8 @@ __device__ __forceinline__ int elem_index(bool vec, int q, int j, int nt, int ti
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, int rows, int vocab,
-                     int top_k, int nstages) {
+    topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, int rows,
+                         int vocab, int top_k, int nstages) {
   extern __shared__ __align__(16) unsigned char dyn[];
   __shared__ int scratch[32];
   __shared__ int4 pres;
@@ -166,19 +188,24 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
   const int V = vocab;
   const int k = min(top_k, vocab);
   const float NEG_INF = -__int_as_float(0x7f800000);
-  const bool ptr_al = ((reinterpret_cast<unsigned long long>(logits) |
-                        reinterpret_cast<unsigned long long>(out)) & 15ull) == 0;
+  const bool ptr_al =
+      ((reinterpret_cast<unsigned long long>(logits) | reinterpret_cast<unsigned long long>(out)) &
+       15ull) == 0;
   const unsigned int csz = cluster_size();
 
   if (csz == 1 && V <= nt * 4 * SQ) {
     // ------------------------------------------------------------------ short rows
-    int* hist = reinterpret_cast<int*>(dyn);                      // 4096 bins
+    int* hist = reinterpret_cast<int*>(dyn);                            // 4096 bins
     unsigned int* list = reinterpret_cast<unsigned int*>(dyn + 16384);  // nt candidates
     float* stage0 = reinterpret_cast<float*>(dyn + 16384 + 4 * nt);
     const int stride = 4 * ((V + 3) >> 2);  // floats per stage (16-byte multiple)
     const int S = max(1, min(nstages, 3));
     const bool vec = (V & 3) == 0 && ptr_al;
     const int nv4 = V >> 2;
+    // Valid register slots of this thread: slot validity is then a compare
+    // with an immediate, not a live element index per slot (register pressure).
+    const int c4 = max(0, (nv4 - tid + nt - 1) / nt);
+    const int c1 = max(0, (V - tid + nt - 1) / nt);
     const int G = gridDim.x;
     for (int b = tid; b < 4096; b += nt) hist[b] = 0;
     if (tid == 0) cnt = 0;
@@ -192,12 +219,12 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
         for (int q = 0; q < SQ; ++q) {
           if (vec) {
             const int i4 = q * nt + tid;
-            if (i4 < nv4) cp_async16(smem_u32(dst + 4 * i4), src + 4 * i4);
+            if (q < c4) cp_async16(smem_u32(dst + 4 * i4), src + 4 * i4);
           } else {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
               const int i = (4 * q + j) * nt + tid;
-              if (i < V) cp_async4(smem_u32(dst + i), src + i);
+              if (4 * q + j < c1) cp_async4(smem_u32(dst + i), src + i);
             }
           }
         }
@@ -209,9 +236,12 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
     for (int s = 0; s < S - 1; ++s) issue(row + s * G, s);
     for (int it = 0; row < rows; ++it, row += G) {
       issue(row + (S - 1) * G, (it + S - 1) % S);
-      if (S == 1) cp_async_wait<0>();
-      else if (S == 2) cp_async_wait<1>();
-      else cp_async_wait<2>();
+      if (S == 1)
+        cp_async_wait<0>();
+      else if (S == 2)
+        cp_async_wait<1>();
+      else
+        cp_async_wait<2>();
       const float* stg = stage0 + (it % S) * stride;
       float v[4 * SQ];
 #pragma unroll
@@ -219,13 +249,16 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
         if (vec) {
           const int i4 = q * nt + tid;
           float4 f = make_float4(0.f, 0.f, 0.f, 0.f);
-          if (i4 < nv4) f = *reinterpret_cast<const float4*>(stg + 4 * i4);
-          v[4 * q] = f.x; v[4 * q + 1] = f.y; v[4 * q + 2] = f.z; v[4 * q + 3] = f.w;
+          if (q < c4) f = *reinterpret_cast<const float4*>(stg + 4 * i4);
+          v[4 * q] = f.x;
+          v[4 * q + 1] = f.y;
+          v[4 * q + 2] = f.z;
+          v[4 * q + 3] = f.w;
         } else {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int i = (4 * q + j) * nt + tid;
-            v[4 * q + j] = i < V ? stg[i] : 0.f;
+            v[4 * q + j] = 4 * q + j < c1 ? stg[i] : 0.f;
           }
         }
       }
@@ -236,7 +269,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int i = elem_index(vec, q, j, nt, tid);
-            if (i < V) outr[i] = NEG_INF;
+            if (4 * q + j < c1) outr[i] = NEG_INF;
           }
         continue;
       }
@@ -245,7 +278,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
       for (int q = 0; q < SQ; ++q)
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          if (elem_index(vec, q, j, nt, tid) < V) atomicAdd(&hist[key_of(v[4 * q + j]) >> 20], 1);
+          if ((vec ? q < c4 : 4 * q + j < c1)) atomicAdd(&hist[key_of(v[4 * q + j]) >> 20], 1);
       __syncthreads();
       const int4 p0 = pick_bin(hist, 4096, k, scratch, &pres);
       for (int b = tid; b < 4096; b += nt) hist[b] = 0;  // all reads of hist are done
@@ -257,7 +290,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
         for (int q = 0; q < SQ; ++q)
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            if (elem_index(vec, q, j, nt, tid) < V) {
+            if ((vec ? q < c4 : 4 * q + j < c1)) {
               const unsigned int key = key_of(v[4 * q + j]);
               if ((key >> 20) == bstar) list[atomicAdd(&cnt, 1)] = key;
             }
@@ -287,7 +320,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
           for (int q = 0; q < SQ; ++q)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-              if (elem_index(vec, q, j, nt, tid) < V) {
+              if ((vec ? q < c4 : 4 * q + j < c1)) {
                 const unsigned int key = key_of(v[4 * q + j]);
                 if ((key & mask) == prefix) atomicAdd(&hist[(key >> sh) & 1023u], 1);
               }
@@ -306,7 +339,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
       for (int q = 0; q < SQ; ++q) {
         if (vec) {
           const int i4 = q * nt + tid;
-          if (i4 < nv4) {
+          if (q < c4) {
             float4 o;
             o.x = v[4 * q] >= thr ? v[4 * q] : NEG_INF;
             o.y = v[4 * q + 1] >= thr ? v[4 * q + 1] : NEG_INF;
@@ -318,7 +351,7 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int i = (4 * q + j) * nt + tid;
-            if (i < V) __stcs(outr + i, v[4 * q + j] >= thr ? v[4 * q + j] : NEG_INF);
+            if (4 * q + j < c1) __stcs(outr + i, v[4 * q + j] >= thr ? v[4 * q + j] : NEG_INF);
           }
         }
       }
@@ -328,10 +361,10 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
   }
 
   // -------------------------------------------------------------------- cluster path
-  int* h0 = reinterpret_cast<int*>(dyn);   // 4096 bins (pass 1)
-  int* h1 = h0 + 4096;                      // 1024 bins (pass 2)
-  int* h2 = h1 + 1024;                      // 1024 bins (pass 3)
-  int* merged = h2 + 1024;                  // 4096 bins
+  int* h0 = reinterpret_cast<int*>(dyn);  // 4096 bins (pass 1)
+  int* h1 = h0 + 4096;                    // 1024 bins (pass 2)
+  int* h2 = h1 + 1024;                    // 1024 bins (pass 3)
+  int* merged = h2 + 1024;                // 4096 bins
   const unsigned int rank = cluster_rank();
   const long long row = blockIdx.x / csz;
   const int per = (((V + static_cast<int>(csz) - 1) / static_cast<int>(csz)) + 3) & ~3;
@@ -351,7 +384,10 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
         const int i4 = q * nt + tid;
         float4 f = make_float4(0.f, 0.f, 0.f, 0.f);
         if (i4 < nv4) f = __ldcs(reinterpret_cast<const float4*>(xr) + i4);
-        v[4 * q] = f.x; v[4 * q + 1] = f.y; v[4 * q + 2] = f.z; v[4 * q + 3] = f.w;
+        v[4 * q] = f.x;
+        v[4 * q + 1] = f.y;
+        v[4 * q + 2] = f.z;
+        v[4 * q + 3] = f.w;
       } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -376,12 +412,14 @@ topk_filter_baseline(const float* __restrict__ logits, float* __restrict__ out, 
           for (int j = 0; j < 4; ++j)
             if (elem_index(vec, q, j, nt, tid) < n) {
               const unsigned int key = key_of(v[4 * q + j]);
-              if ((key & mask) == prefix) atomicAdd(&hist[(key >> sh) & static_cast<unsigned int>(nb - 1)], 1);
+              if ((key & mask) == prefix)
+                atomicAdd(&hist[(key >> sh) & static_cast<unsigned int>(nb - 1)], 1);
             }
       } else {
         for (int i = tid; i < n; i += nt) {
           const unsigned int key = key_of(xr[i]);
-          if ((key & mask) == prefix) atomicAdd(&hist[(key >> sh) & static_cast<unsigned int>(nb - 1)], 1);
+          if ((key & mask) == prefix)
+            atomicAdd(&hist[(key >> sh) & static_cast<unsigned int>(nb - 1)], 1);
         }
       }
     }
