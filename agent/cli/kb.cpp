@@ -4,14 +4,16 @@
 // snippets a prompt for that diagnosis would get.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
+#include "campaign/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/render.hpp"
-#include "campaign/session.hpp"
 #include "cli/shared.hpp"
 #include "common/error.hpp"
 #include "config/operator.hpp"
@@ -53,6 +55,13 @@ struct kb_options {
   int gpu = 0;
   std::string compile_arch = "sm_90a";
   std::string worker;
+  // --run: which references (empty: all), and how they are evaluated. A
+  // correctness check with a speed-of-light figure, not a benchmark: short
+  // timing by default, so the whole knowledge base fits in a few minutes.
+  std::vector<std::string> only;
+  std::string peaks;
+  int seeds = 2;
+  double max_time_s = 0.2;
 };
 
 json diagnostic_json(const kb::diagnostic& d) {
@@ -79,7 +88,8 @@ json document_json(const kb::document& d) {
 }
 
 void add_search(CLI::App& group, const std::shared_ptr<kb_options>& o) {
-  CLI::App* cmd = group.add_subcommand("search", "Rank technique and reference documents for a diagnosis or text");
+  CLI::App* cmd = group.add_subcommand(
+      "search", "Rank technique and reference documents for a diagnosis or text");
   cmd->add_option("text", o->text, "free text: words and identifiers (cp.async, ldmatrix)");
   cmd->add_option("-b,--bottleneck", o->bottlenecks,
                   "diagnosis class, most important first (repeatable)")
@@ -158,7 +168,8 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
     const kb::document* d = nullptr;
     for (const auto& doc : lr.documents)
       if (doc.id == o->id) d = &doc;
-    if (d == nullptr) throw kopt::not_found_error("no knowledge-base document with id '" + o->id + "'");
+    if (d == nullptr)
+      throw kopt::not_found_error("no knowledge-base document with id '" + o->id + "'");
     if (o->json_out) {
       print_json(document_json(*d));
       return;
@@ -189,7 +200,7 @@ void add_show(CLI::App& group, const std::shared_ptr<kb_options>& o) {
 struct reference_check {
   std::string id, file, config;
   bool ok = false;
-  std::string problem;   // first failure, empty when ok
+  std::string problem;  // first failure, empty when ok
   json detail = json::object();
 };
 
@@ -229,9 +240,10 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
     record_compile(compile_check_all(op, subjects, eo));
     return rc;
   }
-  eo.seeds = 2;
-  eo.min_time_s = 0.02;
-  eo.max_time_s = 0.2;
+  eo.seeds = o.seeds;
+  eo.min_time_s = std::min(0.02, o.max_time_s);
+  eo.max_time_s = o.max_time_s;
+  eo.peaks_file = o.peaks;
   std::vector<std::string> wl;
   for (const auto& w : op.workloads) wl.push_back(w.id);
   eval_outcome out;
@@ -258,7 +270,8 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
       rc.problem = role + " kernel: " + std::string(protocol::to_string(sum.overall_status));
       for (const auto& r : sum.rows)
         if (r.status != protocol::outcome::ok) {
-          rc.problem += " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
+          rc.problem +=
+              " on " + r.workload + (r.message.empty() ? "" : ": " + r.message.substr(0, 500));
           break;
         }
     }
@@ -271,39 +284,72 @@ reference_check check_reference(const kb::document& d, const kb_options& o, bool
 #endif
 
 void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status& status) {
-  CLI::App* cmd = group.add_subcommand("lint", "Validate every knowledge-base document (techniques and references)");
+  CLI::App* cmd = group.add_subcommand(
+      "lint", "Validate every knowledge-base document (techniques and references)");
   cmd->add_flag("--json", o->json_out, "print the diagnostics as JSON on stdout");
   cmd->add_flag("--compile", o->compile,
                 "also compile each Example with NVRTC (default parameter values; worker build)");
-  cmd->add_flag("--run", o->run,
-                "on a GPU: also evaluate every reference document's kernels against its config's naive "
-                "reference on all workloads (implies --compile; exit code 5 without a GPU)");
+  cmd->add_flag(
+      "--run", o->run,
+      "on a GPU: also evaluate every reference document's kernels against its config's naive "
+      "reference on all workloads (implies --compile; exit code 5 without a GPU)");
   cmd->add_option("--gpu", o->gpu, "CUDA device ordinal for --run")->capture_default_str();
   cmd->add_option("--arch", o->compile_arch, "architecture of --compile")->capture_default_str();
   cmd->add_option("--worker", o->worker,
                   "kopt-worker used as the isolated compiler (default: $KOPT_WORKER, then beside "
                   "kopt; in-process NVRTC when absent)");
+  cmd->add_option("--only", o->only,
+                  "with --compile / --run: compile or run only these documents (ids, repeatable); "
+                  "every document is still linted");
+  cmd->add_option("--peaks", o->peaks,
+                  "GPU peak table for --run (default: configs/hardware/gpus.json)");
+  cmd->add_option("--seeds", o->seeds, "input seeds per workload for --run")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--max-time", o->max_time_s,
+                  "seconds of timing per workload and kernel for --run")
+      ->check(CLI::Range(0.001, 60.0))
+      ->capture_default_str();
   cmd->footer(
       "--compile compiles each technique's Example and each reference's kernels (its config's\n"
-      "baseline and seed, plus the naive reference) for --arch; --run evaluates the references on the GPU.\n"
+      "baseline and seed, plus the naive reference) for --arch; --run evaluates the references on "
+      "the GPU,\n"
+      "one line per reference on stderr as it finishes (also with --json), with its duration.\n"
       "Exit code 0 when every document is valid (warnings allowed), 1 when any is not,\n"
       "5 when --compile is asked of a build without the worker or --run finds no GPU.\n"
       "Examples: kopt kb lint --compile --kb-dir ~/my-techniques\n"
-      "          kopt kb lint --run --json > kb-check.json");
+      "          kopt kb lint --run --json > kb-check.json\n"
+      "          kopt kb lint --run --only topk-filter --only rms-norm");
   cmd->callback([o, &status] {
     const kb::load_result lr = load(*o);
     std::size_t errors = 0, warnings = 0;
     json diags = json::array();
     for (const auto& d : lr.diagnostics) {
       (d.level == kb::diagnostic::severity::error ? errors : warnings) += 1;
-      if (o->json_out) diags.push_back(diagnostic_json(d));
-      else std::cerr << d.to_string() << '\n';
+      if (o->json_out)
+        diags.push_back(diagnostic_json(d));
+      else
+        std::cerr << d.to_string() << '\n';
     }
     json compiled = json::array();
     json refs = json::array();
     std::size_t compile_failures = 0, reference_failures = 0;
     bool no_gpu = false;
     if (o->run) o->compile = true;
+    // An --only id that names no document is a typo: say so before any GPU time is spent.
+    for (const auto& id : o->only)
+      if (std::none_of(lr.documents.begin(), lr.documents.end(),
+                       [&](const kb::document& d) { return d.id == id; }))
+        throw kopt::not_found_error(
+            "--only " + id +
+            ": no knowledge-base document with that id (kopt kb search lists them)");
+    auto selected = [&](const kb::document& d) {
+      return o->only.empty() || std::find(o->only.begin(), o->only.end(), d.id) != o->only.end();
+    };
+    std::size_t selected_refs = 0;
+    for (const auto& d : lr.documents)
+      if (d.is_reference() && selected(d)) ++selected_refs;
+    std::size_t ref_no = 0;
     if (o->compile) {
 #ifdef KOPT_HAVE_WORKER
       const std::string worker = o->worker.empty() ? runner::default_worker_exe() : o->worker;
@@ -314,29 +360,47 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
         std::cerr << "kopt: " << worker << " not found; compiling in this process\n";
       }
       for (const auto& d : lr.documents) {
+        if (!selected(d)) continue;
         // A reference's kernels live in its operator config, which `kopt eval`
         // compile-checks (and checks on a GPU); it has no Example to compile.
         if (d.is_reference()) {
+          ++ref_no;
+          const auto t0 = std::chrono::steady_clock::now();
           // After the first "no GPU", the rest are compile-checked only.
-          const reference_check rc = check_reference(d, *o, o->run && !no_gpu);
+          reference_check rc = check_reference(d, *o, o->run && !no_gpu);
+          const double secs =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          rc.detail["seconds"] = secs;
+          // Progress for long --run checks, on stderr in either output mode.
+          if (o->run && !rc.detail.contains("needs_gpu"))
+            std::cerr << fmt::format("kopt: kb lint --run [{}/{}] {}: {} ({:.0f} s)\n", ref_no,
+                                     selected_refs, d.id, rc.ok ? "ok" : "FAILED", secs);
           if (rc.detail.contains("needs_gpu")) {
-            if (!no_gpu) std::cerr << "kopt: kb lint --run: no GPU (" << rc.detail["needs_gpu"].get<std::string>()
-                                   << "); references are compile-checked only\n";
+            if (!no_gpu)
+              std::cerr << "kopt: kb lint --run: no GPU ("
+                        << rc.detail["needs_gpu"].get<std::string>()
+                        << "); references are compile-checked only\n";
             no_gpu = true;
           }
           if (!rc.ok) ++reference_failures;
           if (o->json_out) {
-            refs.push_back(json{{"id", rc.id}, {"file", rc.file}, {"config", rc.config}, {"ok", rc.ok},
-                                {"problem", rc.problem}, {"detail", rc.detail}});
+            refs.push_back(json{{"id", rc.id},
+                                {"file", rc.file},
+                                {"config", rc.config},
+                                {"ok", rc.ok},
+                                {"problem", rc.problem},
+                                {"detail", rc.detail}});
           } else if (!rc.ok) {
-            std::cerr << rc.file << ": error: reference " << (o->run ? "check" : "compile") << " failed: "
-                      << rc.problem << '\n';
+            std::cerr << rc.file << ": error: reference " << (o->run ? "check" : "compile")
+                      << " failed: " << rc.problem << '\n';
           } else if (o->run && rc.detail.contains("roles")) {
             std::string sol;
             for (const auto& [role, v] : rc.detail.at("roles").items())
-              sol += fmt::format(" {} {:.1f}% SOL", role, 100.0 * v.value("weighted_sol_fraction", 0.0));
-            std::cerr << rc.file << ": reference correct on " << rc.detail.at("roles").begin()->value("workloads", 0)
-                      << " workloads on " << rc.detail.value("gpu", "") << ";" << sol << '\n';
+              sol += fmt::format(" {} {:.1f}% SOL", role,
+                                 100.0 * v.value("weighted_sol_fraction", 0.0));
+            std::cerr << rc.file << ": reference correct on "
+                      << rc.detail.at("roles").begin()->value("workloads", 0) << " workloads on "
+                      << rc.detail.value("gpu", "") << ";" << sol << '\n';
           } else {
             std::cerr << rc.file << ": reference kernels compile for " << o->compile_arch << '\n';
           }
@@ -367,19 +431,16 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
         }
       }
 #else
-      std::cerr << "kopt: kb lint --compile needs a build with the worker (KOPT_ENABLE_WORKER=ON)\n";
+      std::cerr
+          << "kopt: kb lint --compile needs a build with the worker (KOPT_ENABLE_WORKER=ON)\n";
       status.code = exit_no_gpu;
       return;
 #endif
     }
     const bool valid = errors == 0 && compile_failures == 0 && reference_failures == 0;
     if (o->json_out) {
-      json j{{"valid", valid},
-             {"files", lr.files},
-             {"documents", lr.documents.size()},
-             {"errors", errors},
-             {"warnings", warnings},
-             {"diagnostics", diags}};
+      json j{{"valid", valid},   {"files", lr.files},    {"documents", lr.documents.size()},
+             {"errors", errors}, {"warnings", warnings}, {"diagnostics", diags}};
       if (o->compile) {
         j["compile"] = compiled;
         j["compile_failures"] = compile_failures;
@@ -395,7 +456,8 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       if (o->compile)
         std::cout << ", " << compile_failures << " example" << (compile_failures == 1 ? "" : "s")
                   << " failing to compile, " << reference_failures << " reference"
-                << (reference_failures == 1 ? "" : "s") << (o->run && !no_gpu ? " failing on the GPU" : " failing to compile");
+                  << (reference_failures == 1 ? "" : "s")
+                  << (o->run && !no_gpu ? " failing on the GPU" : " failing to compile");
       std::cout << '\n';
     }
     status.code = !valid ? exit_invalid : no_gpu ? exit_no_gpu : exit_ok;
@@ -459,13 +521,16 @@ std::string kb_operator_class(const config::operator_config& op) {
 
 void register_kb(CLI::App& app, context& /*ctx*/, exit_status& status) {
   auto o = std::make_shared<kb_options>();
-  CLI::App* group = app.add_subcommand("kb", "Knowledge base: search, show and lint technique documents");
+  CLI::App* group =
+      app.add_subcommand("kb", "Knowledge base: search, show and lint technique documents");
   group->require_subcommand(1);
   group->fallthrough();
-  group->add_option("--kb-dir", o->dirs,
-                 "extra directory of documents (repeatable; added to kopt's own)")
+  group
+      ->add_option("--kb-dir", o->dirs,
+                   "extra directory of documents (repeatable; added to kopt's own)")
       ->type_name("DIR");
-  group->add_flag("--no-builtin", o->no_builtin, "leave out kopt's own documents (techniques and references)");
+  group->add_flag("--no-builtin", o->no_builtin,
+                  "leave out kopt's own documents (techniques and references)");
   group->footer(
       "Examples:\n  kopt kb search --bottleneck latency-bound --operator gemm cp.async\n"
       "  kopt kb show <id>\n  kopt kb lint --kb-dir my-techniques/\n"

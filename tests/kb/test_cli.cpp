@@ -109,8 +109,8 @@ TEST_F(KbCli, UserDocumentsAreSearchable) {
   s.front[5] = "tags: [zebraintrinsicxyz]";
   s.pitfalls = "- None.";
   write("mine/my-trick.md", s.render());
-  const result r = kopt({"kb", "--kb-dir", (dir_ / "mine").string(), "search", "zebraintrinsic",
-                         "--json"});
+  const result r =
+      kopt({"kb", "--kb-dir", (dir_ / "mine").string(), "search", "zebraintrinsic", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   ASSERT_FALSE(j["snippets"].empty());
@@ -169,7 +169,8 @@ DRAM throughput near peak at large shapes.
 
 PENDING
 )");
-  const result r = kopt({"kb", "--no-builtin", "--kb-dir", (dir_ / "refs").string(), "lint", "--run", "--json"});
+  const result r =
+      kopt({"kb", "--no-builtin", "--kb-dir", (dir_ / "refs").string(), "lint", "--run", "--json"});
   if (r.out.empty()) {
     // A build without the worker cannot compile or run anything.
     EXPECT_EQ(r.code, 5) << r.err;
@@ -193,4 +194,28 @@ PENDING
     EXPECT_TRUE(j["references_run"].get<bool>());
     EXPECT_EQ(ref["detail"]["roles"]["baseline"]["status"], "ok") << ref.dump(2);
   }
+}
+
+// `--only` narrows --compile / --run to the named documents (a re-check of
+// the references a change touched costs minutes of GPU time, not the whole
+// knowledge base); an id that names no document is an error before anything
+// runs.
+TEST_F(KbCli, LintOnlyCompilesTheNamedDocuments) {
+  const result bad = kopt({"kb", "lint", "--compile", "--only", "no-such-document"});
+  EXPECT_EQ(bad.code, 3) << bad.err;
+  EXPECT_NE(bad.err.find("--only no-such-document"), std::string::npos) << bad.err;
+  const result r = kopt({"kb", "lint", "--compile", "--json", "--only", "argmax-row-warp", "--only",
+                         "vectorized-loads"});
+  if (r.out.empty()) {
+    EXPECT_EQ(r.code, 5) << r.err;  // a build without the worker
+    return;
+  }
+  EXPECT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["references"].size(), 1u) << r.out;
+  EXPECT_EQ(j["references"][0]["id"], "argmax-row-warp");
+  ASSERT_EQ(j["compile"].size(), 1u) << r.out;
+  EXPECT_EQ(j["compile"][0]["id"], "vectorized-loads");
+  EXPECT_TRUE(j["compile"][0]["ok"].get<bool>()) << j["compile"][0].dump();
+  EXPECT_GT(j["documents"].get<int>(), 2);  // every document is still linted
 }
