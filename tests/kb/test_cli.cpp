@@ -210,8 +210,9 @@ TEST_F(KbCli, LintOnlyCompilesTheNamedDocuments) {
     EXPECT_EQ(r.code, 5) << r.err;  // a build without the worker
     return;
   }
-  EXPECT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
+  ASSERT_TRUE(j.contains("references") && j.contains("compile")) << r.out;
   ASSERT_EQ(j["references"].size(), 1u) << r.out;
   EXPECT_EQ(j["references"][0]["id"], "argmax-row-warp");
   ASSERT_EQ(j["compile"].size(), 1u) << r.out;
