@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Candidate files for fp8_blockscale_fused_moe variants (the config's baseline block with
+parameters and the tensor-core launches adjusted).
+    python3 make_cands.py CONFIG OUT_DIR NAME=K:V,K:V ...
+Parameters: GV_WARPS, GV_MINB, F8_INT, TC_FP8 (1: wgmma e4m3 GEMM 1), TC1_STAGES, WG_PROMO,
+TC2_V (1: generic fmoe_tc2), TC2_WM, TC2_BN, TC2_STAGES. The candidate's source_file is the
+config's baseline source (the candidate sits next to it)."""
+import copy, json, sys
+
+GE = "min(1, tokens / 64)"
+TILES = "(ceil_div(tokens * top_k, 64) + num_experts)"
+
+
+def on(expr):
+    return f"({expr}) * {GE} + (1 - {GE})"
+
+
+def cand(base, p):
+    c = copy.deepcopy(base)
+    for k, v in p.items():
+        c["parameters"][k] = {"values": [v], "default": v}
+    for L in c["launches"]:
+        if L["kernel"] == "fmoe_tc1" and p.get("TC_FP8", 0) == 1:
+            st = p.get("TC1_STAGES", 5)
+            L["grid"] = [on("inter / 128"), on(TILES)]
+            L["block"] = [384]
+            L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048)
+        if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 1:
+            bn, st = p.get("TC2_BN", 128), p.get("TC2_STAGES", 3)
+            L["grid"] = [on(f"hidden / {bn}"), on(TILES)]
+            L["block"] = [bn]
+            L["shared_bytes"] = str(st * (64 * 288 + bn * 144))
+    return c
+
+
+if __name__ == "__main__":
+    cfg = json.load(open(sys.argv[1]))
+    for spec in sys.argv[3:]:
+        name, kv = spec.split("=", 1)
+        p = {k: int(v) for k, v in (x.split(":") for x in kv.split(",") if x)}
+        with open(f"{sys.argv[2]}/cand_{name}.json", "w") as f:
+            json.dump(cand(cfg["baseline"], p), f, indent=1)
+        print(name, p)
