@@ -723,7 +723,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
           const float z = acc[4 * j + 2 * h + i], u = acc[4 * (j + 8) + 2 * h + i];
           v[i] = z / (1.0f + expf(-z)) * u;
         }
-        *reinterpret_cast<__half2*>(arow + 8 * j) = __floats2half2_rn(v[0], v[1]);
+#if TC2_V == 2
+        const int q = (8 * j + 2 * (lane & 3)) & 15;  // position in the 16-group of act columns
+        __half* dst = arow - 2 * (lane & 3) + 8 * (j & ~1) + (((q & 2) << 2) | ((q >> 2) << 1));
+#else
+        __half* dst = arow + 8 * j;
+#endif
+        *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v[0], v[1]);
       }
     }
   }
@@ -852,7 +858,7 @@ extern "C" __global__ void __launch_bounds__(128)
       }
     }
 }
-#else  // TC2_V = 1: warp tiles of TC2_WM rows x (2048 / TC2_WM) columns, TC2_BN columns per CTA
+#elif TC2_V == 1  // warp tiles of TC2_WM rows x (2048 / TC2_WM) columns, TC2_BN columns per CTA
 #define TC2_WN (2048 / TC2_WM)
 #define TC2_MT (TC2_WM / 16)
 #define TC2_NT (TC2_WN / 8)
@@ -983,5 +989,172 @@ extern "C" __global__ void __launch_bounds__(TC2_THREADS)
             make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
       }
     }
+}
+#else  // TC2_V = 2: GEMM 2 on wgmma f16 (needs TC_FP8 = 1, which writes act k-permuted)
+#if !TC_FP8
+#error "TC2_V = 2 needs TC_FP8 = 1 (act in the k-permuted order)"
+#endif
+// D (64 x 64, fp32) += A (64 x 16 f16, registers) * B^T (64 x 16 f16, shared memory, K-major).
+__device__ __forceinline__ void wgmma_rs_m64n64k16(float* d, const u32* a, u64 db) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ u32 lds32a(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+// Register A fragments of half h (k 64 h .. 64 h + 63) of a stage for the thread's two m64
+// blocks: lds32 of rows g and g + 8 at k 16 kk + 4 (lane % 4) (128-byte-swizzled rows: chunk kk
+// sits at chunk kk ^ g), each 4 bytes -> {a0, a2} / {a1, a3} (the k permutation of the header).
+__device__ __forceinline__ void t2_frags(u32 (*f)[4][4], u32 sa, u32 roff, int g, int h) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const u32 a = sa + roff + m * 64 * 128 + (((4 * h + kk) ^ g) << 4);
+      f8x4_to_h2x2(lds32a(a), f[m][kk][0], f[m][kk][2]);
+      f8x4_to_h2x2(lds32a(a + 8 * 128), f[m][kk][1], f[m][kk][3]);
+    }
+}
+#define T2_STAGE (256 * 128 + TBM * 256)  // w2 256 rows x 128 bytes + act 64 rows x 256 bytes
+// TC2_V = 2: y^T = W2 act^T per (256 hidden rows, 64 slot rows of one expert), 384 threads:
+// warpgroup 0 copies (cp.async into 128-byte-swizzled stages of 128 k, mbarriers), warpgroups
+// 1 and 2 each own 128 hidden rows (two m64 blocks): w2 fp8 from shared memory converted to f16
+// register A fragments, act f16 (k-permuted by fmoe_tc1) as the K-major B operand of
+// wgmma m64n64k16. fc2_scale is uniform over a warpgroup's rows, so one accumulator carries
+// sum_kb P_kb s_kb / s_cur (rescaled by s_prev / s_cur entering each block, times the last s
+// at the end). The second half of a stage is converted while the first half's MMAs run.
+// grid (hidden / 256, tile bound), block 384, shared TC2_STAGES * T2_STAGE + 2048 bytes.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    fmoe_tc2(const __half* __restrict__ act, const u8* __restrict__ w2,
+             const float* __restrict__ fc2_scale, const int* __restrict__ lists,
+             const int* __restrict__ counts, float* __restrict__ y, int tokens, int hidden,
+             int inter, int num_experts, int enable) {
+  if (!enable) return;
+  int e, row0;
+  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
+  const u32 bars = base + TC2_STAGES * T2_STAGE;
+  const int rows = min(TBM, counts[e] - row0);
+  const int d0 = blockIdx.x * 256;
+  const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
+  const int KT = inter / QB, dblocks = hidden / QB;
+  const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < TC2_STAGES; ++s) {
+      mbar_init(bars + 8 * s, 128);
+      mbar_init(bars + 8 * (TC2_STAGES + s), 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 64;");
+    const int r = tid >> 3, cc = tid & 7;
+    const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
+    const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
+    const u64 w16 = static_cast<u64>(16) * inter;
+    const u8* act8 = reinterpret_cast<const u8*>(act);
+    const u8* asrc[4];
+    int abytes[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = r + 16 * j < rows;
+      asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
+      abytes[j] = ok ? 16 : 0;
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC2_STAGES;
+      if (kt >= TC2_STAGES) mbar_wait(bars + 8 * (TC2_STAGES + s), ((kt / TC2_STAGES) - 1) & 1);
+      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) cp_async16z(sa + dst + j * 2048, wsrc + j * w16 + kt * QB, 16);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          cp_async16z(sb + h * 8192 + dst + j * 2048,
+                      abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
+      cp_async_arrive_noinc(bars + 8 * s);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
+    const int c = wg - 1, w = tid >> 5, lane = tid & 31, g = lane >> 2;
+    const u32 roff = (c * 128 + 16 * w + g) * 128 + 4 * (lane & 3);
+    const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
+    float acc[2][32];
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) acc[m][i] = 0.f;
+    u32 fa[2][4][4], fb[2][4][4];
+    float sprev = 1.f;
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC2_STAGES;
+      const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
+      sprev = sc;
+      mbar_wait(bars + 8 * s, (kt / TC2_STAGES) & 1);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+      wgmma_wait<1>();  // the previous stage's first half has read fa
+      t2_frags(fa, sa, roff, g, 0);
+      wgmma_wait<0>();
+      fence_regs<32>(acc[0]);
+      fence_regs<32>(acc[1]);
+      if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (kt - 1) % TC2_STAGES));
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc[m][i] *= rho;
+      fence_regs<32>(acc[0]);
+      fence_regs<32>(acc[1]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int m = 0; m < 2; ++m) wgmma_rs_m64n64k16(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
+      wgmma_commit();
+      t2_frags(fb, sa, roff, g, 1);
+      fence_regs<32>(acc[0]);
+      fence_regs<32>(acc[1]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+          wgmma_rs_m64n64k16(acc[m], fb[m][kk], desc_sw128(sb + 8192) + 2 * kk);
+      wgmma_commit();
+    }
+    wgmma_wait<0>();
+    fence_regs<32>(acc[0]);
+    fence_regs<32>(acc[1]);
+    if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (KT - 1) % TC2_STAGES));
+      // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
+      // 8 j + 2 (lane % 4) + i % 2 of the tile.
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int i2 = 0; i2 < 2; ++i2) {
+        const int col = 8 * j + 2 * (lane & 3) + i2;
+        if (col >= rows) continue;
+        float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
+      }
+  }
 }
 #endif  // TC2_V
