@@ -24,8 +24,11 @@
 //    32 x (32 + 32), SwiGLU in registers, f16 act), fmoe_tc2 (tile 64 rows x 128 hidden columns,
 //    act f16 A operand, w2 fp8, y fp32 per slot), fmoe_combine (sum over slots * topk_weight in
 //    slot order, e4m3 saturating cast).
+#ifndef FMOE_EMU  // FMOE_EMU: bench/hopper/fp8_moe/emu_fmoe.cpp runs the kernels on the CPU
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#define FMOE_SHARED __shared__
+#endif
 
 typedef unsigned int u32;
 typedef unsigned char u8;
@@ -33,11 +36,13 @@ typedef unsigned long long u64;
 
 #define QB 128  // quantization block
 
+#ifndef FMOE_EMU
 __device__ __forceinline__ u32 f8x2_to_h2(u32 v16) {
   __half2_raw r =
       __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v16 & 0xffffu), __NV_E4M3);
   return static_cast<u32>(r.x) | (static_cast<u32>(r.y) << 16);
 }
+#endif
 
 // F8_INT = 1: the 4 bytes of x as two f16x2 by integer ops (e4m3 bits moved into the f16 fields:
 // exactly value * 2^-8, subnormals included; F8_UNSCALE is folded into the fp32 scale), spread over
@@ -61,6 +66,7 @@ __device__ __forceinline__ void f8x4_to_h2x2(u32 x, u32& lo, u32& hi) {
 #endif
 }
 
+#ifndef FMOE_EMU
 __device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -76,6 +82,7 @@ __device__ __forceinline__ uint4 ldg_stream(const void* p) {
                : "l"(p));
   return r;
 }
+#endif
 
 __device__ __forceinline__ u32 u4get(const uint4& v, int m) {
   return m == 0 ? v.x : m == 1 ? v.y : m == 2 ? v.z : v.w;
@@ -254,7 +261,7 @@ __device__ __forceinline__ void gemv2_body(
 __device__ __forceinline__ void route_body(const int* __restrict__ topk_ids,
                                            int* __restrict__ lists, int* __restrict__ counts,
                                            int tokens, int top_k) {
-  __shared__ int wsum[GV_WARPS];
+  FMOE_SHARED int wsum[GV_WARPS];
   const int e = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n = tokens * top_k;
   int base = 0;
@@ -322,7 +329,7 @@ extern "C" __global__ void __launch_bounds__(GV_THREADS, GV_MINB)
 // expert. Warp 0 scans ceil(counts / TBM) (32 experts per step); returns false past the last tile.
 __device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int num_experts, int tile,
                                           int& e_out, int& row0_out) {
-  __shared__ int st[2];
+  FMOE_SHARED int st[2];
   const int lane = threadIdx.x & 31;
   if (threadIdx.x < 32) {
     if (lane == 0) st[0] = -1;
@@ -351,6 +358,7 @@ __device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int nu
   return e_out >= 0;
 }
 
+#ifndef FMOE_EMU
 __device__ __forceinline__ void cp_async16(void* smem_ptr, const void* gptr) {
   const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem_ptr));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gptr));
@@ -362,6 +370,7 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+#endif
 __device__ __forceinline__ u32 lds32(const unsigned char* p) {
   return *reinterpret_cast<const u32*>(p);
 }
@@ -530,6 +539,29 @@ extern "C" __global__ void __launch_bounds__(128)
     }
 }
 #else  // TC_FP8 = 1: GEMM 1 on the e4m3 tensor cores (wgmma)
+// K-major, 128-byte swizzle: rows of 128 bytes (= 128 e4m3 = one scale block), 8-row groups
+// 1024 bytes apart; a k32 step advances the start address by 32 bytes (+2 in the descriptor).
+__device__ __forceinline__ u64 desc_sw128(u32 addr) {
+  return static_cast<u64>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+#ifndef FMOE_EMU
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -551,11 +583,6 @@ __device__ __forceinline__ void cp_async16z(u32 dst, const void* src, int src_by
 }
 __device__ __forceinline__ void cp_async_arrive_noinc(u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-// K-major, 128-byte swizzle: rows of 128 bytes (= 128 e4m3 = one scale block), 8-row groups
-// 1024 bytes apart; a k32 step advances the start address by 32 bytes (+2 in the descriptor).
-__device__ __forceinline__ u64 desc_sw128(u32 addr) {
-  return static_cast<u64>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -595,6 +622,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
         "+f"(d[63])
       : "l"(da), "l"(db));
 }
+#endif  // FMOE_EMU
 
 #ifndef WG_PROMO
 #define WG_PROMO 4  // k32 MMAs per fresh temporary accumulator (4: one per 128-k scale block)
@@ -619,7 +647,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   int e, row0;
   if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
-  const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC1_STAGES * WG_STAGE;  // full[s] at 8 s, empty[s] at 8 (STAGES + s)
   const int rows = min(TBM, counts[e] - row0);
   const int n0 = blockIdx.x * 128;
@@ -631,11 +659,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       mbar_init(bars + 8 * s, 128);               // full: every copying thread
       mbar_init(bars + 8 * (TC1_STAGES + s), 8);  // empty: one arrival per MMA warp
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init_fence();
   }
   __syncthreads();
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 64;");
+    setmaxnreg_dec<64>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
     const u8* asrc[4];
@@ -670,7 +698,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
+    setmaxnreg_inc<216>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     const int r0 = w * 16 + (lane >> 2);
     const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
@@ -685,7 +713,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
       const float x00 = a0 * sg, x01 = a0 * su, x10 = a1 * sg, x11 = a1 * su;
       mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      fence_proxy_async();
       const u32 sa = base + s * WG_STAGE;
       const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
 #pragma unroll
@@ -994,6 +1022,7 @@ extern "C" __global__ void __launch_bounds__(TC2_THREADS)
 #if !TC_FP8
 #error "TC2_V = 2 needs TC_FP8 = 1 (act in the k-permuted order)"
 #endif
+#ifndef FMOE_EMU
 // D (64 x 64, fp32) += A (64 x 16 f16, registers) * B^T (64 x 16 f16, shared memory, K-major).
 __device__ __forceinline__ void wgmma_rs_m64n64k16(float* d, const u32* a, u64 db) {
   asm volatile(
@@ -1014,6 +1043,7 @@ __device__ __forceinline__ u32 lds32a(u32 addr) {
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
   return v;
 }
+#endif
 // Register A fragments of half h (k 64 h .. 64 h + 63) of a stage for the thread's two m64
 // blocks: lds32 of rows g and g + 8 at k 16 kk + 4 (lane % 4) (128-byte-swizzled rows: chunk kk
 // sits at chunk kk ^ g), each 4 bytes -> {a0, a2} / {a1, a3} (the k permutation of the header).
@@ -1045,7 +1075,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   int e, row0;
   if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
-  const u32 base = (static_cast<u32>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC2_STAGES * T2_STAGE;
   const int rows = min(TBM, counts[e] - row0);
   const int d0 = blockIdx.x * 256;
@@ -1057,11 +1087,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       mbar_init(bars + 8 * s, 128);
       mbar_init(bars + 8 * (TC2_STAGES + s), 8);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_init_fence();
   }
   __syncthreads();
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 64;");
+    setmaxnreg_dec<64>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
     const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
@@ -1090,7 +1120,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
+    setmaxnreg_inc<216>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, g = lane >> 2;
     const u32 roff = (c * 128 + 16 * w + g) * 128 + 4 * (lane & 3);
     const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
@@ -1106,7 +1136,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
       sprev = sc;
       mbar_wait(bars + 8 * s, (kt / TC2_STAGES) & 1);
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      fence_proxy_async();
       const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
       wgmma_wait<1>();  // the previous stage's first half has read fa
       t2_frags(fa, sa, roff, g, 0);
