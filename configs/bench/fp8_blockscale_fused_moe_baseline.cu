@@ -627,6 +627,16 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
 #ifndef WG_PROMO
 #define WG_PROMO 4  // k32 MMAs per fresh temporary accumulator (4: one per 128-k scale block)
 #endif
+#ifndef WG_OVL
+#define WG_OVL 0  // 1: two temporaries, the next stage's MMAs overlap the scaling (WG_PROMO 4)
+#endif
+#if WG_OVL
+#define WG_REG_P 56  // setmaxnreg split of the 384 x 168 block allocation: 128 x 56 + 256 x 224
+#define WG_REG_C 224
+#else
+#define WG_REG_P 64
+#define WG_REG_C 216
+#endif
 #define WG_STAGE (TBM * 128 + 256 * 128)  // A 64 rows + B 256 rows of 128 bytes
 // TC_FP8 = 1: CTA per (64 slot rows of one expert, 128 act columns), 384 threads: warpgroup 0
 // copies (cp.async, 128-byte-swizzled K-major stages of 128 k, hand-over on mbarriers),
@@ -663,7 +673,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
   if (wg == 0) {
-    setmaxnreg_dec<64>();
+    setmaxnreg_dec<WG_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
     const u8* asrc[4];
@@ -698,13 +708,66 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
-    setmaxnreg_inc<216>();
+    setmaxnreg_inc<WG_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     const int r0 = w * 16 + (lane >> 2);
     const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
     const float* as1 = a_scale + static_cast<u64>(lst[min(r0 + 8, rows - 1)] / top_k) * KT;
     const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * KT;
     const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * KT;
+#if WG_OVL
+    // Two temporaries: stage kt + 1's MMAs run while stage kt's are scaled into acc.
+    float acc[64], t0[64], t1[64], x0[4], x1[4];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    auto issue = [&](float* t, float* x, int kt) {
+      const int s = kt % TC1_STAGES;
+      const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
+      x[0] = a0 * sg;
+      x[1] = a0 * su;
+      x[2] = a1 * sg;
+      x[3] = a1 * su;
+      mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
+      fence_proxy_async();
+      const u32 sa = base + s * WG_STAGE;
+      const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
+#pragma unroll
+      for (int i = 0; i < 64; ++i) t[i] = 0.f;
+      fence_regs<64>(t);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < 4; ++k) wgmma_m64n128k32_e4m3(t, da + 2 * k, db + 2 * k);
+      wgmma_commit();
+    };
+    auto retire = [&](float* t, const float* x, int kt) {
+      fence_regs<64>(t);
+      if (lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + kt % TC1_STAGES));
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[4 * j + i] += t[4 * j + i] * x[(i >> 1) * 2 + (j >> 3)];
+    };
+    issue(t0, x0, 0);
+    int kt = 1;
+    for (; kt + 1 < KT; kt += 2) {
+      issue(t1, x1, kt);
+      wgmma_wait<1>();
+      retire(t0, x0, kt - 1);
+      issue(t0, x0, kt + 1);
+      wgmma_wait<1>();
+      retire(t1, x1, kt);
+    }
+    if (kt < KT) {
+      issue(t1, x1, kt);
+      wgmma_wait<1>();
+      retire(t0, x0, kt - 1);
+      wgmma_wait<0>();
+      retire(t1, x1, kt);
+    } else {
+      wgmma_wait<0>();
+      retire(t0, x0, kt - 1);
+    }
+#else
     float acc[64], tmp[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.f;
@@ -738,6 +801,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             acc[4 * j + i] += tmp[4 * j + i] * (i < 2 ? (j < 8 ? x00 : x01) : (j < 8 ? x10 : x11));
       }
     }
+#endif  // WG_OVL
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;

@@ -256,10 +256,12 @@ int main(int argc, char** argv) {
     fmoe_tc1(hs.data(), as.data(), w1.data(), s1.data(), lists.data(), counts.data(), act.data(), T,
              D, I, K, E, 1);
   });
-  launch({static_cast<unsigned>(D / 256), static_cast<unsigned>(tb), 1}, 384, [&] {
-    fmoe_tc2(act.data(), w2.data(), s2.data(), lists.data(), counts.data(), y.data(), T, D, I, E,
-             1);
-  });
+  const bool run2 = D % 256 == 0;  // fmoe_tc2 (TC2_V 2) needs hidden % 256 == 0
+  if (run2)
+    launch({static_cast<unsigned>(D / 256), static_cast<unsigned>(tb), 1}, 384, [&] {
+      fmoe_tc2(act.data(), w2.data(), s2.data(), lists.data(), counts.data(), y.data(), T, D, I, E,
+               1);
+    });
   // reference
   auto perm16 = [](int k) { return ((k & 2) << 2) | ((k >> 2) << 1) | (k & 1); };
   double max_ra = 0, max_ry = 0, rms_a = 0, rms_y = 0;
@@ -288,7 +290,7 @@ int main(int argc, char** argv) {
       max_ra = std::max(max_ra, err / (std::fabs(a_ref[i]) + 1e-3));
       if (err > 2e-3 * std::fabs(a_ref[i]) + 1e-4 || std::isnan(a_k[i])) ++bad_a;
     }
-    for (int d = 0; d < D; ++d) {
+    for (int d = 0; d < (run2 ? D : 0); ++d) {
       double yr = 0;
       for (int i = 0; i < I; ++i)
         yr += static_cast<double>(a_k[i]) * g_e4m3[w2[(static_cast<size_t>(e) * D + d) * I + i]] *
