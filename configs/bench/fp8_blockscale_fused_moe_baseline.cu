@@ -327,6 +327,7 @@ extern "C" __global__ void __launch_bounds__(GV_THREADS, GV_MINB)
 
 // Tile j of the tensor-core GEMMs: the experts' row ranges cut into TBM-row tiles, expert by
 // expert. Warp 0 scans ceil(counts / TBM) (32 experts per step); returns false past the last tile.
+template <int TM = TBM>
 __device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int num_experts, int tile,
                                           int& e_out, int& row0_out) {
   FMOE_SHARED int st[2];
@@ -337,7 +338,7 @@ __device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int nu
     int base = 0;
     for (int e0 = 0; e0 < num_experts && base <= tile; e0 += 32) {
       const int e = e0 + lane;
-      const int nt = e < num_experts ? (counts[e] + TBM - 1) / TBM : 0;
+      const int nt = e < num_experts ? (counts[e] + TM - 1) / TM : 0;
       int v = nt;
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
@@ -347,7 +348,7 @@ __device__ __forceinline__ bool find_tile(const int* __restrict__ counts, int nu
       const int excl = base + v - nt;
       if (tile >= excl && tile < excl + nt) {
         st[0] = e;
-        st[1] = (tile - excl) * TBM;
+        st[1] = (tile - excl) * TM;
       }
       base += __shfl_sync(0xffffffffu, v, 31);
     }
@@ -1102,6 +1103,28 @@ __device__ __forceinline__ void wgmma_rs_m64n64k16(float* d, const u32* a, u64 d
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+__device__ __forceinline__ void wgmma_rs_m64n128k16(float* d, const u32* a, u64 db) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
 __device__ __forceinline__ u32 lds32a(u32 addr) {
   u32 v;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
@@ -1121,12 +1144,29 @@ __device__ __forceinline__ void t2_frags(u32 (*f)[4][4], u32 sa, u32 roff, int g
       f8x4_to_h2x2(lds32a(a + 8 * 128), f[m][kk][1], f[m][kk][3]);
     }
 }
-#define T2_STAGE (256 * 128 + TBM * 256)  // w2 256 rows x 128 bytes + act 64 rows x 256 bytes
-// TC2_V = 2: y^T = W2 act^T per (256 hidden rows, 64 slot rows of one expert), 384 threads:
+#ifndef TC2_TM
+#define TC2_TM 64  // TC2_V = 2: slot rows per tile (64 or 128: w2 streamed once per 128 rows)
+#endif
+#define T2_STAGE (256 * 128 + TC2_TM * 256)  // w2 256 rows x 128 bytes + act TC2_TM rows x 256
+#if TC2_TM == 128
+#define T2_REG_P 56
+#define T2_REG_C 224
+#else
+#define T2_REG_P 64
+#define T2_REG_C 216
+#endif
+template <int N>
+__device__ __forceinline__ void wgmma_rs_t2(float* d, const u32* a, u64 db) {
+  if constexpr (N == 128)
+    wgmma_rs_m64n128k16(d, a, db);
+  else
+    wgmma_rs_m64n64k16(d, a, db);
+}
+// TC2_V = 2: y^T = W2 act^T per (256 hidden rows, TC2_TM slot rows of one expert), 384 threads:
 // warpgroup 0 copies (cp.async into 128-byte-swizzled stages of 128 k, mbarriers), warpgroups
 // 1 and 2 each own 128 hidden rows (two m64 blocks): w2 fp8 from shared memory converted to f16
 // register A fragments, act f16 (k-permuted by fmoe_tc1) as the K-major B operand of
-// wgmma m64n64k16. fc2_scale is uniform over a warpgroup's rows, so one accumulator carries
+// wgmma m64nTC2_TMk16. fc2_scale is uniform over a warpgroup's rows, so one accumulator carries
 // sum_kb P_kb s_kb / s_cur (rescaled by s_prev / s_cur entering each block, times the last s
 // at the end). The second half of a stage is converted while the first half's MMAs run.
 // grid (hidden / 256, tile bound), block 384, shared TC2_STAGES * T2_STAGE + 2048 bytes.
@@ -1137,11 +1177,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
              int inter, int num_experts, int enable) {
   if (!enable) return;
   int e, row0;
-  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
+  if (!find_tile<TC2_TM>(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC2_STAGES * T2_STAGE;
-  const int rows = min(TBM, counts[e] - row0);
+  const int rows = min(TC2_TM, counts[e] - row0);
   const int d0 = blockIdx.x * 256;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int KT = inter / QB, dblocks = hidden / QB;
@@ -1155,16 +1195,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
   if (wg == 0) {
-    setmaxnreg_dec<64>();
+    setmaxnreg_dec<T2_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
     const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
     const u64 w16 = static_cast<u64>(16) * inter;
     const u8* act8 = reinterpret_cast<const u8*>(act);
-    const u8* asrc[4];
-    int abytes[4];
+    const u8* asrc[TC2_TM / 16];
+    int abytes[TC2_TM / 16];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < TC2_TM / 16; ++j) {
       const bool ok = r + 16 * j < rows;
       asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
       abytes[j] = ok ? 16 : 0;
@@ -1178,21 +1218,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          cp_async16z(sb + h * 8192 + dst + j * 2048,
+        for (int j = 0; j < TC2_TM / 16; ++j)
+          cp_async16z(sb + h * (TC2_TM * 128) + dst + j * 2048,
                       abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
       cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
-    setmaxnreg_inc<216>();
+    setmaxnreg_inc<T2_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, g = lane >> 2;
     const u32 roff = (c * 128 + 16 * w + g) * 128 + 4 * (lane & 3);
     const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
-    float acc[2][32];
+    float acc[2][TC2_TM / 2];
 #pragma unroll
     for (int m = 0; m < 2; ++m)
 #pragma unroll
-      for (int i = 0; i < 32; ++i) acc[m][i] = 0.f;
+      for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] = 0.f;
     u32 fa[2][4][4], fb[2][4][4];
     float sprev = 1.f;
     for (int kt = 0; kt < KT; ++kt) {
@@ -1205,40 +1245,40 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       wgmma_wait<1>();  // the previous stage's first half has read fa
       t2_frags(fa, sa, roff, g, 0);
       wgmma_wait<0>();
-      fence_regs<32>(acc[0]);
-      fence_regs<32>(acc[1]);
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
       if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (kt - 1) % TC2_STAGES));
 #pragma unroll
       for (int m = 0; m < 2; ++m)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) acc[m][i] *= rho;
-      fence_regs<32>(acc[0]);
-      fence_regs<32>(acc[1]);
+        for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] *= rho;
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-        for (int m = 0; m < 2; ++m) wgmma_rs_m64n64k16(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
+        for (int m = 0; m < 2; ++m) wgmma_rs_t2<TC2_TM>(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
       wgmma_commit();
       t2_frags(fb, sa, roff, g, 1);
-      fence_regs<32>(acc[0]);
-      fence_regs<32>(acc[1]);
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
         for (int m = 0; m < 2; ++m)
-          wgmma_rs_m64n64k16(acc[m], fb[m][kk], desc_sw128(sb + 8192) + 2 * kk);
+          wgmma_rs_t2<TC2_TM>(acc[m], fb[m][kk], desc_sw128(sb + TC2_TM * 128) + 2 * kk);
       wgmma_commit();
     }
     wgmma_wait<0>();
-    fence_regs<32>(acc[0]);
-    fence_regs<32>(acc[1]);
+    fence_regs<TC2_TM / 2>(acc[0]);
+    fence_regs<TC2_TM / 2>(acc[1]);
     if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (KT - 1) % TC2_STAGES));
       // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
       // 8 j + 2 (lane % 4) + i % 2 of the tile.
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < TC2_TM / 8; ++j)
 #pragma unroll
       for (int i2 = 0; i2 < 2; ++i2) {
         const int col = 8 * j + 2 * (lane & 3) + i2;

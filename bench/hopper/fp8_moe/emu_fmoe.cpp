@@ -181,7 +181,7 @@ inline void wgmma_m64n128k32_e4m3(float* d, unsigned long long da, unsigned long
   wg_sync();
   for (int i = 0; i < 64; ++i) d[i] = out[i];
 }
-inline void wgmma_rs_m64n64k16(float* d, const u32* a, unsigned long long db) {
+inline void wgmma_rs_n_(float* d, const u32* a, unsigned long long db, int N) {
   const int t = tid_(), t0 = t & ~127;
   for (int i = 0; i < 4; ++i) g_slot[t].u[i] = a[i];
   g_slot[t].addr = db;
@@ -194,8 +194,8 @@ inline void wgmma_rs_m64n64k16(float* d, const u32* a, unsigned long long db) {
     return h2f(static_cast<uint16_t>((k % 2) ? u >> 16 : u & 0xffff));
   };
   const int w = (t - t0) / 32, l = t % 32;
-  float out[32];
-  for (int j = 0; j < 8; ++j)
+  float out[64];
+  for (int j = 0; j < N / 8; ++j)
     for (int e = 0; e < 4; ++e) {
       const int r = 16 * w + l / 4 + 8 * (e / 2), n = 8 * j + 2 * (l % 4) + (e % 2);
       float s = d[4 * j + e];
@@ -207,7 +207,13 @@ inline void wgmma_rs_m64n64k16(float* d, const u32* a, unsigned long long db) {
       out[4 * j + e] = s;
     }
   wg_sync();
-  for (int i = 0; i < 32; ++i) d[i] = out[i];
+  for (int i = 0; i < N / 2; ++i) d[i] = out[i];
+}
+inline void wgmma_rs_m64n64k16(float* d, const u32* a, unsigned long long db) {
+  wgmma_rs_n_(d, a, db, 64);
+}
+inline void wgmma_rs_m64n128k16(float* d, const u32* a, unsigned long long db) {
+  wgmma_rs_n_(d, a, db, 128);
 }
 
 #define FMOE_EMU 1
@@ -257,8 +263,9 @@ int main(int argc, char** argv) {
              D, I, K, E, 1);
   });
   const bool run2 = D % 256 == 0;  // fmoe_tc2 (TC2_V 2) needs hidden % 256 == 0
+  const int tb2 = (slots + TC2_TM - 1) / TC2_TM + E;
   if (run2)
-    launch({static_cast<unsigned>(D / 256), static_cast<unsigned>(tb), 1}, 384, [&] {
+    launch({static_cast<unsigned>(D / 256), static_cast<unsigned>(tb2), 1}, 384, [&] {
       fmoe_tc2(act.data(), w2.data(), s2.data(), lists.data(), counts.data(), y.data(), T, D, I, E,
                1);
     });
