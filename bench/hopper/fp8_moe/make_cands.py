@@ -3,7 +3,7 @@
 parameters and the tensor-core launches adjusted).
     python3 make_cands.py CONFIG OUT_DIR NAME=K:V,K:V ...
 Parameters: GV_WARPS, GV_MINB, F8_INT, TC_FP8 (1: wgmma e4m3 GEMM 1), TC1_STAGES, WG_PROMO,
-TC2_V (1: generic mma.sync fmoe_tc2, 2: wgmma f16 fmoe_tc2, needs TC_FP8 1), TC2_WM, TC2_BN, TC2_STAGES. The candidate's source_file is the
+TC2_V (1: generic mma.sync fmoe_tc2, 2: wgmma f16 fmoe_tc2, needs TC_FP8 1), TC2_WM, TC2_BN, TC2_STAGES, TC2_TM (TC2_V 2: 64 or 128 slot rows per tile), WG_OVL. The candidate's source_file is the
 config's baseline source (the candidate sits next to it)."""
 import copy, json, sys
 
@@ -26,10 +26,10 @@ def cand(base, p):
             L["block"] = [384]
             L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048)
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 2:
-            st = p.get("TC2_STAGES", 3)
-            L["grid"] = [on("hidden / 256"), on(TILES)]
+            st, tm = p.get("TC2_STAGES", 3), p.get("TC2_TM", 64)
+            L["grid"] = [on("hidden / 256"), on(f"(ceil_div(tokens * top_k, {tm}) + num_experts)")]
             L["block"] = [384]
-            L["shared_bytes"] = str(st * (256 * 128 + 64 * 256) + 2048)
+            L["shared_bytes"] = str(st * (256 * 128 + tm * 256) + 2048)
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 1:
             bn, st = p.get("TC2_BN", 128), p.get("TC2_STAGES", 3)
             L["grid"] = [on(f"hidden / {bn}"), on(TILES)]
