@@ -107,6 +107,9 @@ __device__ __forceinline__ void tile64(float* acc, const uint4& r0, const uint4&
 #ifndef GV_WARPS
 #define GV_WARPS 4  // warps per GEMV CTA (block 32 * GV_WARPS)
 #endif
+#ifndef Y16
+#define Y16 0  // 1 (TC2_V 2 only): the per-slot y stored as f16 for the combine (half the traffic)
+#endif
 #define GV_THREADS (32 * GV_WARPS)
 #ifndef GV_MINB
 #define GV_MINB \
@@ -295,8 +298,14 @@ __device__ __forceinline__ void combine_body(const float* __restrict__ y,
   if (idx >= static_cast<long long>(tokens) * hidden) return;
   const long long t = idx / hidden, d = idx % hidden;
   float r = 0.0f;
+#if Y16
+  const __half* yh = reinterpret_cast<const __half*>(y);
+  for (int s = 0; s < top_k; ++s)
+    r += __half2float(yh[(t * top_k + s) * hidden + d]) * topk_weights[t * top_k + s];
+#else
   for (int s = 0; s < top_k; ++s)
     r += y[(t * top_k + s) * hidden + d] * topk_weights[t * top_k + s];
+#endif
   out[idx] = __nv_fp8_e4m3(r);  // round to nearest even, saturating to +-448
 }
 
@@ -393,6 +402,9 @@ __device__ __forceinline__ u32 lds32(const unsigned char* p) {
 #endif
 #ifndef TC2_STAGES
 #define TC2_STAGES 3
+#endif
+#if Y16 && TC2_V != 2
+#error "Y16 needs TC2_V = 2"
 #endif
 
 #if !TC_FP8
@@ -1283,11 +1295,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       for (int i2 = 0; i2 < 2; ++i2) {
         const int col = 8 * j + 2 * (lane & 3) + i2;
         if (col >= rows) continue;
+#if Y16
+        __half* yr = reinterpret_cast<__half*>(y) + static_cast<u64>(lst[col]) * hidden + d0 +
+                     c * 128 + 16 * w + g;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            yr[m * 64 + 8 * h] = __float2half_rn(acc[m][4 * j + 2 * h + i2] * sprev);
+#else
         float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
 #pragma unroll
         for (int m = 0; m < 2; ++m)
 #pragma unroll
           for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
+#endif
       }
   }
 }

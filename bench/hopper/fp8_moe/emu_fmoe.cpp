@@ -78,6 +78,9 @@ struct __half {
 struct __half2 {
   __half x, y;
 };
+inline float __half2float(__half h) {
+  return h2f(h.v);
+}
 inline __half __float2half_rn(float f) {
   return {f2h(f)};
 }
@@ -302,11 +305,18 @@ int main(int argc, char** argv) {
       for (int i = 0; i < I; ++i)
         yr += static_cast<double>(a_k[i]) * g_e4m3[w2[(static_cast<size_t>(e) * D + d) * I + i]] *
               s2[(static_cast<size_t>(e) * (D / 128) + d / 128) * (I / 128) + i / 128];
+#if Y16
+      const double yk =
+          h2f(reinterpret_cast<const uint16_t*>(y.data())[static_cast<size_t>(f) * D + d]);
+      const double ytol = 1e-3;
+#else
       const double yk = y[static_cast<size_t>(f) * D + d];
+      const double ytol = 1e-4;
+#endif
       rms_y += yr * yr;
       const double err = std::fabs(yk - yr);
       max_ry = std::max(max_ry, err / (std::fabs(yr) + 1e-2));
-      if (!(err <= 1e-4 * std::fabs(yr) + 1e-3)) ++bad_y;
+      if (!(err <= ytol * std::fabs(yr) + 1e-3)) ++bad_y;
     }
   }
   std::printf("tokens %d hidden %d inter %d experts %d top_k %d: counts", T, D, I, E, K);
