@@ -2,6 +2,7 @@
 """Candidate files for fp8_blockscale_fused_moe variants (the config's baseline block with
 parameters and the tensor-core launches adjusted).
     python3 make_cands.py CONFIG OUT_DIR NAME=K:V,K:V ...
+    python3 make_cands.py --baseline CONFIG K:V,K:V   (rewrites CONFIG's baseline block in place)
 Parameters: GV_WARPS, GV_MINB, F8_INT, TC_FP8 (1: wgmma e4m3 GEMM 1), TC1_STAGES, WG_PROMO,
 TC2_V (1: generic mma.sync fmoe_tc2, 2: wgmma f16 fmoe_tc2, needs TC_FP8 1), TC2_WM, TC2_BN, TC2_STAGES, TC2_TM (TC2_V 2: 64 or 128 slot rows per tile), WG_OVL. The candidate's source_file is the
 config's baseline source (the candidate sits next to it)."""
@@ -39,6 +40,24 @@ def cand(base, p):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--baseline":
+        text = open(sys.argv[2]).read()
+        cfg = json.loads(text)
+        p = {k: int(v) for k, v in (x.split(":") for x in sys.argv[3].split(",") if x)}
+        blk = cand(cfg["baseline"], p)
+        # replace only the baseline block's text (the rest of the file keeps its layout)
+        a = text.index('"baseline": {') + len('"baseline": ')
+        depth, b = 0, a
+        while True:
+            depth += {"{": 1, "}": -1}.get(text[b], 0)
+            b += 1
+            if depth == 0:
+                break
+        new = json.dumps(blk, indent=2).replace("\n", "\n  ")
+        text = text[:a] + new + text[b:]
+        assert json.loads(text)["baseline"] == blk
+        open(sys.argv[2], "w").write(text)
+        sys.exit(0)
     cfg = json.load(open(sys.argv[1]))
     for spec in sys.argv[3:]:
         name, kv = spec.split("=", 1)
