@@ -640,6 +640,10 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
 #ifndef WG_PROMO
 #define WG_PROMO 4  // k32 MMAs per fresh temporary accumulator (4: one per 128-k scale block)
 #endif
+#ifndef TC1_PERSIST
+#define TC1_PERSIST \
+  0  // 1: persistent fmoe_tc1 (grid = SMs), the next tile's copies overlap the epilogue
+#endif
 #ifndef WG_OVL
 #define WG_OVL 0  // 1: two temporaries, the next stage's MMAs overlap the scaling (WG_PROMO 4)
 #endif
@@ -667,16 +671,57 @@ extern "C" __global__ void __launch_bounds__(384, 1)
              __half* __restrict__ act, int tokens, int hidden, int inter, int top_k,
              int num_experts, int enable) {
   if (!enable) return;
-  int e, row0;
-  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC1_STAGES * WG_STAGE;  // full[s] at 8 s, empty[s] at 8 (STAGES + s)
-  const int rows = min(TBM, counts[e] - row0);
-  const int n0 = blockIdx.x * 128;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int KT = hidden / QB, nblocks = 2 * inter / QB;
-  const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+#if TC1_PERSIST
+  // Persistent: tiles L = blockIdx.x + k gridDim.x, L = tile * (inter / 128) + column block;
+  // tcum[e] = tiles of experts 0..e (inclusive scan, in shared memory after the barriers).
+  int* tcum = reinterpret_cast<int*>(smem + (bars - smem_addr(smem)) + 16 * TC1_STAGES);
+  if (threadIdx.x < 32) {
+    int run = 0;
+    for (int e0 = 0; e0 < num_experts; e0 += 32) {
+      const int ee = e0 + threadIdx.x;
+      int v = ee < num_experts ? (counts[ee] + TBM - 1) / TBM : 0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int x = __shfl_up_sync(0xffffffffu, v, o);
+        if ((threadIdx.x & 31) >= o) v += x;
+      }
+      if (ee < num_experts) tcum[ee] = run + v;
+      run += __shfl_sync(0xffffffffu, v, 31);
+    }
+  }
+  const int NB = inter / 128;
+  auto get_tile = [&](int k, int& e, int& row0, int& n0) {
+    const int L = blockIdx.x + k * gridDim.x;
+    if (L >= tcum[num_experts - 1] * NB) return false;
+    const int t = L / NB;
+    int lo = 0, hi = num_experts - 1;  // first e with tcum[e] > t
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (tcum[mid] > t)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    e = lo;
+    row0 = (t - (lo > 0 ? tcum[lo - 1] : 0)) * TBM;
+    n0 = (L % NB) * 128;
+    return true;
+  };
+#else
+  int e1, r1;
+  if (!find_tile(counts, num_experts, blockIdx.y, e1, r1)) return;
+  auto get_tile = [&](int k, int& e, int& row0, int& n0) {
+    e = e1;
+    row0 = r1;
+    n0 = blockIdx.x * 128;
+    return k == 0;
+  };
+#endif
   if (threadIdx.x == 0) {
     for (int s = 0; s < TC1_STAGES; ++s) {
       mbar_init(bars + 8 * s, 128);               // full: every copying thread
@@ -689,152 +734,163 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     setmaxnreg_dec<WG_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
-    const u8* asrc[4];
-    int abytes[4];
+    int it = 0, e, row0, n0;
+    for (int k = 0; get_tile(k, e, row0, n0); ++k) {
+      const int rows = min(TBM, counts[e] - row0);
+      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+      const u8* asrc[4];
+      int abytes[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool ok = r + 16 * j < rows;
-      asrc[j] = ok ? hs + static_cast<u64>(lst[r + 16 * j] / top_k) * hidden + cc * 16 : hs;
-      abytes[j] = ok ? 16 : 0;
-    }
-    // B smem rows: [64 gate | 64 up] for warpgroup 1, then the same for warpgroup 2
-    const u8* bsrc[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-      bsrc[q] = w1 +
-                (static_cast<u64>(e) * 2 * inter + (q & 1 ? inter : 0) + n0 + (q >> 1) * 64 + r) *
-                    hidden +
-                cc * 16;
-    const u64 row16 = static_cast<u64>(16) * hidden;
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % TC1_STAGES;
-      if (kt >= TC1_STAGES) mbar_wait(bars + 8 * (TC1_STAGES + s), ((kt / TC1_STAGES) - 1) & 1);
-      const u32 sa = base + s * WG_STAGE, sb = sa + TBM * 128;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        cp_async16z(sa + dst + j * 2048, abytes[j] ? asrc[j] + kt * QB : hs, abytes[j]);
+      for (int j = 0; j < 4; ++j) {
+        const bool ok = r + 16 * j < rows;
+        asrc[j] = ok ? hs + static_cast<u64>(lst[r + 16 * j] / top_k) * hidden + cc * 16 : hs;
+        abytes[j] = ok ? 16 : 0;
+      }
+      // B smem rows: [64 gate | 64 up] for warpgroup 1, then the same for warpgroup 2
+      const u8* bsrc[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q)
+        bsrc[q] = w1 +
+                  (static_cast<u64>(e) * 2 * inter + (q & 1 ? inter : 0) + n0 + (q >> 1) * 64 + r) *
+                      hidden +
+                  cc * 16;
+      const u64 row16 = static_cast<u64>(16) * hidden;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % TC1_STAGES;
+        if (it >= TC1_STAGES) mbar_wait(bars + 8 * (TC1_STAGES + s), ((it / TC1_STAGES) - 1) & 1);
+        const u32 sa = base + s * WG_STAGE, sb = sa + TBM * 128;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          cp_async16z(sb + dst + (4 * q + j) * 2048, bsrc[q] + j * row16 + kt * QB, 16);
-      cp_async_arrive_noinc(bars + 8 * s);
+          cp_async16z(sa + dst + j * 2048, abytes[j] ? asrc[j] + kt * QB : hs, abytes[j]);
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            cp_async16z(sb + dst + (4 * q + j) * 2048, bsrc[q] + j * row16 + kt * QB, 16);
+        cp_async_arrive_noinc(bars + 8 * s);
+      }
     }
   } else {
     setmaxnreg_inc<WG_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     const int r0 = w * 16 + (lane >> 2);
-    const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
-    const float* as1 = a_scale + static_cast<u64>(lst[min(r0 + 8, rows - 1)] / top_k) * KT;
-    const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * KT;
-    const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * KT;
+    int it0 = 0, e, row0, n0;  // it0: stages consumed before this tile
+    for (int k = 0; get_tile(k, e, row0, n0); ++k, it0 += KT) {
+      const int rows = min(TBM, counts[e] - row0);
+      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+      const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
+      const float* as1 = a_scale + static_cast<u64>(lst[min(r0 + 8, rows - 1)] / top_k) * KT;
+      const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * KT;
+      const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * KT;
 #if WG_OVL
-    // Two temporaries: stage kt + 1's MMAs run while stage kt's are scaled into acc.
-    float acc[64], t0[64], t1[64], x0[4], x1[4];
+      // Two temporaries: stage kt + 1's MMAs run while stage kt's are scaled into acc.
+      float acc[64], t0[64], t1[64], x0[4], x1[4];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-    auto issue = [&](float* t, float* x, int kt) {
-      const int s = kt % TC1_STAGES;
-      const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
-      x[0] = a0 * sg;
-      x[1] = a0 * su;
-      x[2] = a1 * sg;
-      x[3] = a1 * su;
-      mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
-      fence_proxy_async();
-      const u32 sa = base + s * WG_STAGE;
-      const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
+      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+      auto issue = [&](float* t, float* x, int kt) {
+        const int s = (it0 + kt) % TC1_STAGES;
+        const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
+        x[0] = a0 * sg;
+        x[1] = a0 * su;
+        x[2] = a1 * sg;
+        x[3] = a1 * su;
+        mbar_wait(bars + 8 * s, ((it0 + kt) / TC1_STAGES) & 1);
+        fence_proxy_async();
+        const u32 sa = base + s * WG_STAGE;
+        const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
 #pragma unroll
-      for (int i = 0; i < 64; ++i) t[i] = 0.f;
-      fence_regs<64>(t);
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < 4; ++k) wgmma_m64n128k32_e4m3(t, da + 2 * k, db + 2 * k);
-      wgmma_commit();
-    };
-    auto retire = [&](float* t, const float* x, int kt) {
-      fence_regs<64>(t);
-      if (lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + kt % TC1_STAGES));
-#pragma unroll
-      for (int j = 0; j < 16; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[4 * j + i] += t[4 * j + i] * x[(i >> 1) * 2 + (j >> 3)];
-    };
-    issue(t0, x0, 0);
-    int kt = 1;
-    for (; kt + 1 < KT; kt += 2) {
-      issue(t1, x1, kt);
-      wgmma_wait<1>();
-      retire(t0, x0, kt - 1);
-      issue(t0, x0, kt + 1);
-      wgmma_wait<1>();
-      retire(t1, x1, kt);
-    }
-    if (kt < KT) {
-      issue(t1, x1, kt);
-      wgmma_wait<1>();
-      retire(t0, x0, kt - 1);
-      wgmma_wait<0>();
-      retire(t1, x1, kt);
-    } else {
-      wgmma_wait<0>();
-      retire(t0, x0, kt - 1);
-    }
-#else
-    float acc[64], tmp[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % TC1_STAGES;
-      const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
-      const float x00 = a0 * sg, x01 = a0 * su, x10 = a1 * sg, x11 = a1 * su;
-      mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
-      fence_proxy_async();
-      const u32 sa = base + s * WG_STAGE;
-      const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
-#pragma unroll
-      for (int p = 0; p < 4 / WG_PROMO; ++p) {
-#pragma unroll
-        for (int i = 0; i < 64; ++i) tmp[i] = 0.f;
-        fence_regs<64>(tmp);
+        for (int i = 0; i < 64; ++i) t[i] = 0.f;
+        fence_regs<64>(t);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < WG_PROMO; ++kk) {
-          const int k = p * WG_PROMO + kk;
-          wgmma_m64n128k32_e4m3(tmp, da + 2 * k, db + 2 * k);
-        }
+        for (int k = 0; k < 4; ++k) wgmma_m64n128k32_e4m3(t, da + 2 * k, db + 2 * k);
         wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs<64>(tmp);
-        if (p == 4 / WG_PROMO - 1 && lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + s));
+      };
+      auto retire = [&](float* t, const float* x, int kt) {
+        fence_regs<64>(t);
+        if (lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + (it0 + kt) % TC1_STAGES));
 #pragma unroll
         for (int j = 0; j < 16; ++j)
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            acc[4 * j + i] += tmp[4 * j + i] * (i < 2 ? (j < 8 ? x00 : x01) : (j < 8 ? x10 : x11));
+          for (int i = 0; i < 4; ++i) acc[4 * j + i] += t[4 * j + i] * x[(i >> 1) * 2 + (j >> 3)];
+      };
+      issue(t0, x0, 0);
+      int kt = 1;
+      for (; kt + 1 < KT; kt += 2) {
+        issue(t1, x1, kt);
+        wgmma_wait<1>();
+        retire(t0, x0, kt - 1);
+        issue(t0, x0, kt + 1);
+        wgmma_wait<1>();
+        retire(t1, x1, kt);
       }
-    }
+      if (kt < KT) {
+        issue(t1, x1, kt);
+        wgmma_wait<1>();
+        retire(t0, x0, kt - 1);
+        wgmma_wait<0>();
+        retire(t1, x1, kt);
+      } else {
+        wgmma_wait<0>();
+        retire(t0, x0, kt - 1);
+      }
+#else
+      float acc[64], tmp[64];
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+      for (int kt = 0; kt < KT; ++kt) {
+        const int s = (it0 + kt) % TC1_STAGES;
+        const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
+        const float x00 = a0 * sg, x01 = a0 * su, x10 = a1 * sg, x11 = a1 * su;
+        mbar_wait(bars + 8 * s, ((it0 + kt) / TC1_STAGES) & 1);
+        fence_proxy_async();
+        const u32 sa = base + s * WG_STAGE;
+        const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
+#pragma unroll
+        for (int p = 0; p < 4 / WG_PROMO; ++p) {
+#pragma unroll
+          for (int i = 0; i < 64; ++i) tmp[i] = 0.f;
+          fence_regs<64>(tmp);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < WG_PROMO; ++kk) {
+            const int k = p * WG_PROMO + kk;
+            wgmma_m64n128k32_e4m3(tmp, da + 2 * k, db + 2 * k);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_regs<64>(tmp);
+          if (p == 4 / WG_PROMO - 1 && lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + s));
+#pragma unroll
+          for (int j = 0; j < 16; ++j)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              acc[4 * j + i] +=
+                  tmp[4 * j + i] * (i < 2 ? (j < 8 ? x00 : x01) : (j < 8 ? x10 : x11));
+        }
+      }
 #endif  // WG_OVL
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      if (r >= rows) continue;
-      __half* arow = act + static_cast<u64>(lst[r]) * inter + n0 + c * 64 + 2 * (lane & 3);
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + 8 * h;
+        if (r >= rows) continue;
+        __half* arow = act + static_cast<u64>(lst[r]) * inter + n0 + c * 64 + 2 * (lane & 3);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        float v[2];
+        for (int j = 0; j < 8; ++j) {
+          float v[2];
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const float z = acc[4 * j + 2 * h + i], u = acc[4 * (j + 8) + 2 * h + i];
-          v[i] = z / (1.0f + expf(-z)) * u;
-        }
+          for (int i = 0; i < 2; ++i) {
+            const float z = acc[4 * j + 2 * h + i], u = acc[4 * (j + 8) + 2 * h + i];
+            v[i] = z / (1.0f + expf(-z)) * u;
+          }
 #if TC2_V == 2
-        const int q = (8 * j + 2 * (lane & 3)) & 15;  // position in the 16-group of act columns
-        __half* dst = arow - 2 * (lane & 3) + 8 * (j & ~1) + (((q & 2) << 2) | ((q >> 2) << 1));
+          const int q = (8 * j + 2 * (lane & 3)) & 15;  // position in the 16-group of act columns
+          __half* dst = arow - 2 * (lane & 3) + 8 * (j & ~1) + (((q & 2) << 2) | ((q >> 2) << 1));
 #else
-        __half* dst = arow + 8 * j;
+          __half* dst = arow + 8 * j;
 #endif
-        *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v[0], v[1]);
+          *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v[0], v[1]);
+        }
       }
     }
   }

@@ -261,7 +261,11 @@ int main(int argc, char** argv) {
                 counts.data(), T, D, I, K, 0);
   });
   const int tb = (slots + 63) / 64 + E;
+#if TC1_PERSIST
+  launch({7, 1, 1}, 384, [&] {  // fewer CTAs than tiles: several tiles per CTA
+#else
   launch({static_cast<unsigned>(I / 128), static_cast<unsigned>(tb), 1}, 384, [&] {
+#endif
     fmoe_tc1(hs.data(), as.data(), w1.data(), s1.data(), lists.data(), counts.data(), act.data(), T,
              D, I, K, E, 1);
   });

@@ -23,9 +23,12 @@ def cand(base, p):
     for L in c["launches"]:
         if L["kernel"] == "fmoe_tc1" and p.get("TC_FP8", 0) == 1:
             st = p.get("TC1_STAGES", 5)
-            L["grid"] = [on("inter / 128"), on(TILES)]
+            if p.get("TC1_PERSIST", 0):
+                L["grid"] = [on("132"), "1"]  # one CTA per H200 SM
+            else:
+                L["grid"] = [on("inter / 128"), on(TILES)]
             L["block"] = [384]
-            L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048)
+            L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048 + 1024)
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 2:
             st, tm = p.get("TC2_STAGES", 3), p.get("TC2_TM", 64)
             L["grid"] = [on("hidden / 256"), on(f"(ceil_div(tokens * top_k, {tm}) + num_experts)")]
