@@ -654,6 +654,43 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
 #define WG_REG_P 64
 #define WG_REG_C 216
 #endif
+// Persistent grids: warp 0 writes tcum[e] = tiles (of TM rows) of experts 0..e, inclusive
+// scan; tile_lookup maps the linear unit L = tile * NB + column block to (e, row0, block).
+template <int TM>
+__device__ __forceinline__ void tile_scan(const int* __restrict__ counts, int num_experts,
+                                          int* tcum) {
+  if (threadIdx.x >= 32) return;
+  int run = 0;
+  for (int e0 = 0; e0 < num_experts; e0 += 32) {
+    const int ee = e0 + threadIdx.x;
+    int v = ee < num_experts ? (counts[ee] + TM - 1) / TM : 0;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int x = __shfl_up_sync(0xffffffffu, v, o);
+      if (static_cast<int>(threadIdx.x) >= o) v += x;
+    }
+    if (ee < num_experts) tcum[ee] = run + v;
+    run += __shfl_sync(0xffffffffu, v, 31);
+  }
+}
+template <int TM>
+__device__ __forceinline__ bool tile_lookup(const int* tcum, int num_experts, int NB, int L, int& e,
+                                            int& row0, int& blk) {
+  if (L >= tcum[num_experts - 1] * NB) return false;
+  const int t = L / NB;
+  int lo = 0, hi = num_experts - 1;  // first e with tcum[e] > t
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (tcum[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  e = lo;
+  row0 = (t - (lo > 0 ? tcum[lo - 1] : 0)) * TM;
+  blk = L % NB;
+  return true;
+}
 #define WG_STAGE (TBM * 128 + 256 * 128)  // A 64 rows + B 256 rows of 128 bytes
 // TC_FP8 = 1: CTA per (64 slot rows of one expert, 128 act columns), 384 threads: warpgroup 0
 // copies (cp.async, 128-byte-swizzled K-major stages of 128 k, hand-over on mbarriers),
@@ -680,36 +717,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   // Persistent: tiles L = blockIdx.x + k gridDim.x, L = tile * (inter / 128) + column block;
   // tcum[e] = tiles of experts 0..e (inclusive scan, in shared memory after the barriers).
   int* tcum = reinterpret_cast<int*>(smem + (bars - smem_addr(smem)) + 16 * TC1_STAGES);
-  if (threadIdx.x < 32) {
-    int run = 0;
-    for (int e0 = 0; e0 < num_experts; e0 += 32) {
-      const int ee = e0 + threadIdx.x;
-      int v = ee < num_experts ? (counts[ee] + TBM - 1) / TBM : 0;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int x = __shfl_up_sync(0xffffffffu, v, o);
-        if ((threadIdx.x & 31) >= o) v += x;
-      }
-      if (ee < num_experts) tcum[ee] = run + v;
-      run += __shfl_sync(0xffffffffu, v, 31);
-    }
-  }
-  const int NB = inter / 128;
+  tile_scan<TBM>(counts, num_experts, tcum);
   auto get_tile = [&](int k, int& e, int& row0, int& n0) {
-    const int L = blockIdx.x + k * gridDim.x;
-    if (L >= tcum[num_experts - 1] * NB) return false;
-    const int t = L / NB;
-    int lo = 0, hi = num_experts - 1;  // first e with tcum[e] > t
-    while (lo < hi) {
-      const int mid = (lo + hi) >> 1;
-      if (tcum[mid] > t)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    e = lo;
-    row0 = (t - (lo > 0 ? tcum[lo - 1] : 0)) * TBM;
-    n0 = (L % NB) * 128;
+    int blk;
+    if (!tile_lookup<TBM>(tcum, num_experts, inter / 128, blockIdx.x + k * gridDim.x, e, row0, blk))
+      return false;
+    n0 = blk * 128;
     return true;
   };
 #else
@@ -1212,6 +1225,9 @@ __device__ __forceinline__ void t2_frags(u32 (*f)[4][4], u32 sa, u32 roff, int g
       f8x4_to_h2x2(lds32a(a + 8 * 128), f[m][kk][1], f[m][kk][3]);
     }
 }
+#ifndef TC2_PERSIST
+#define TC2_PERSIST 0  // 1: persistent fmoe_tc2 (grid = SMs)
+#endif
 #ifndef TC2_TM
 #define TC2_TM 64  // TC2_V = 2: slot rows per tile (64 or 128: w2 streamed once per 128 rows)
 #endif
@@ -1244,16 +1260,32 @@ extern "C" __global__ void __launch_bounds__(384, 1)
              const int* __restrict__ counts, float* __restrict__ y, int tokens, int hidden,
              int inter, int num_experts, int enable) {
   if (!enable) return;
-  int e, row0;
-  if (!find_tile<TC2_TM>(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC2_STAGES * T2_STAGE;
-  const int rows = min(TC2_TM, counts[e] - row0);
-  const int d0 = blockIdx.x * 256;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int KT = inter / QB, dblocks = hidden / QB;
-  const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+#if TC2_PERSIST
+  int* tcum = reinterpret_cast<int*>(smem + (bars - smem_addr(smem)) + 16 * TC2_STAGES);
+  tile_scan<TC2_TM>(counts, num_experts, tcum);
+  auto get_tile = [&](int k, int& e, int& row0, int& d0) {
+    int blk;
+    if (!tile_lookup<TC2_TM>(tcum, num_experts, hidden / 256, blockIdx.x + k * gridDim.x, e, row0,
+                             blk))
+      return false;
+    d0 = blk * 256;
+    return true;
+  };
+#else
+  int e1, r1;
+  if (!find_tile<TC2_TM>(counts, num_experts, blockIdx.y, e1, r1)) return;
+  auto get_tile = [&](int k, int& e, int& row0, int& d0) {
+    e = e1;
+    row0 = r1;
+    d0 = blockIdx.x * 256;
+    return k == 0;
+  };
+#endif
   if (threadIdx.x == 0) {
     for (int s = 0; s < TC2_STAGES; ++s) {
       mbar_init(bars + 8 * s, 128);
@@ -1266,107 +1298,118 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     setmaxnreg_dec<T2_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
-    const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
-    const u64 w16 = static_cast<u64>(16) * inter;
-    const u8* act8 = reinterpret_cast<const u8*>(act);
-    const u8* asrc[TC2_TM / 16];
-    int abytes[TC2_TM / 16];
+    int it = 0, e, row0, d0;
+    for (int k = 0; get_tile(k, e, row0, d0); ++k) {
+      const int rows = min(TC2_TM, counts[e] - row0);
+      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+      const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
+      const u64 w16 = static_cast<u64>(16) * inter;
+      const u8* act8 = reinterpret_cast<const u8*>(act);
+      const u8* asrc[TC2_TM / 16];
+      int abytes[TC2_TM / 16];
 #pragma unroll
-    for (int j = 0; j < TC2_TM / 16; ++j) {
-      const bool ok = r + 16 * j < rows;
-      asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
-      abytes[j] = ok ? 16 : 0;
-    }
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % TC2_STAGES;
-      if (kt >= TC2_STAGES) mbar_wait(bars + 8 * (TC2_STAGES + s), ((kt / TC2_STAGES) - 1) & 1);
-      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+      for (int j = 0; j < TC2_TM / 16; ++j) {
+        const bool ok = r + 16 * j < rows;
+        asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
+        abytes[j] = ok ? 16 : 0;
+      }
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % TC2_STAGES;
+        if (it >= TC2_STAGES) mbar_wait(bars + 8 * (TC2_STAGES + s), ((it / TC2_STAGES) - 1) & 1);
+        const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
 #pragma unroll
-      for (int j = 0; j < 16; ++j) cp_async16z(sa + dst + j * 2048, wsrc + j * w16 + kt * QB, 16);
+        for (int j = 0; j < 16; ++j) cp_async16z(sa + dst + j * 2048, wsrc + j * w16 + kt * QB, 16);
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int j = 0; j < TC2_TM / 16; ++j)
-          cp_async16z(sb + h * (TC2_TM * 128) + dst + j * 2048,
-                      abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
-      cp_async_arrive_noinc(bars + 8 * s);
+          for (int j = 0; j < TC2_TM / 16; ++j)
+            cp_async16z(sb + h * (TC2_TM * 128) + dst + j * 2048,
+                        abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
+        cp_async_arrive_noinc(bars + 8 * s);
+      }
     }
   } else {
     setmaxnreg_inc<T2_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, g = lane >> 2;
     const u32 roff = (c * 128 + 16 * w + g) * 128 + 4 * (lane & 3);
-    const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
-    float acc[2][TC2_TM / 2];
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-#pragma unroll
-      for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] = 0.f;
-    u32 fa[2][4][4], fb[2][4][4];
-    float sprev = 1.f;
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % TC2_STAGES;
-      const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
-      sprev = sc;
-      mbar_wait(bars + 8 * s, (kt / TC2_STAGES) & 1);
-      fence_proxy_async();
-      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
-      wgmma_wait<1>();  // the previous stage's first half has read fa
-      t2_frags(fa, sa, roff, g, 0);
-      wgmma_wait<0>();
-      fence_regs<TC2_TM / 2>(acc[0]);
-      fence_regs<TC2_TM / 2>(acc[1]);
-      if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (kt - 1) % TC2_STAGES));
+    int it0 = 0, e, row0, d0;
+    for (int k = 0; get_tile(k, e, row0, d0); ++k, it0 += KT) {
+      const int rows = min(TC2_TM, counts[e] - row0);
+      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
+      const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
+      float acc[2][TC2_TM / 2];
 #pragma unroll
       for (int m = 0; m < 2; ++m)
 #pragma unroll
-        for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] *= rho;
-      fence_regs<TC2_TM / 2>(acc[0]);
-      fence_regs<TC2_TM / 2>(acc[1]);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-        for (int m = 0; m < 2; ++m) wgmma_rs_t2<TC2_TM>(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
-      wgmma_commit();
-      t2_frags(fb, sa, roff, g, 1);
-      fence_regs<TC2_TM / 2>(acc[0]);
-      fence_regs<TC2_TM / 2>(acc[1]);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-          wgmma_rs_t2<TC2_TM>(acc[m], fb[m][kk], desc_sw128(sb + TC2_TM * 128) + 2 * kk);
-      wgmma_commit();
-    }
-    wgmma_wait<0>();
-    fence_regs<TC2_TM / 2>(acc[0]);
-    fence_regs<TC2_TM / 2>(acc[1]);
-    if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (KT - 1) % TC2_STAGES));
-      // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
-      // 8 j + 2 (lane % 4) + i % 2 of the tile.
-#pragma unroll
-    for (int j = 0; j < TC2_TM / 8; ++j)
-#pragma unroll
-      for (int i2 = 0; i2 < 2; ++i2) {
-        const int col = 8 * j + 2 * (lane & 3) + i2;
-        if (col >= rows) continue;
-#if Y16
-        __half* yr = reinterpret_cast<__half*>(y) + static_cast<u64>(lst[col]) * hidden + d0 +
-                     c * 128 + 16 * w + g;
+        for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] = 0.f;
+      u32 fa[2][4][4], fb[2][4][4];
+      float sprev = 1.f;
+      for (int kt = 0; kt < KT; ++kt) {
+        const int s = (it0 + kt) % TC2_STAGES;
+        const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
+        sprev = sc;
+        mbar_wait(bars + 8 * s, ((it0 + kt) / TC2_STAGES) & 1);
+        fence_proxy_async();
+        const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+        wgmma_wait<1>();  // the previous stage's first half has read fa
+        t2_frags(fa, sa, roff, g, 0);
+        wgmma_wait<0>();
+        fence_regs<TC2_TM / 2>(acc[0]);
+        fence_regs<TC2_TM / 2>(acc[1]);
+        if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (it0 + kt - 1) % TC2_STAGES));
 #pragma unroll
         for (int m = 0; m < 2; ++m)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
-            yr[m * 64 + 8 * h] = __float2half_rn(acc[m][4 * j + 2 * h + i2] * sprev);
-#else
-        float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
+          for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] *= rho;
+        fence_regs<TC2_TM / 2>(acc[0]);
+        fence_regs<TC2_TM / 2>(acc[1]);
+        wgmma_fence();
 #pragma unroll
-        for (int m = 0; m < 2; ++m)
+        for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
-#endif
+          for (int m = 0; m < 2; ++m)
+            wgmma_rs_t2<TC2_TM>(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
+        wgmma_commit();
+        t2_frags(fb, sa, roff, g, 1);
+        fence_regs<TC2_TM / 2>(acc[0]);
+        fence_regs<TC2_TM / 2>(acc[1]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+            wgmma_rs_t2<TC2_TM>(acc[m], fb[m][kk], desc_sw128(sb + TC2_TM * 128) + 2 * kk);
+        wgmma_commit();
       }
+      wgmma_wait<0>();
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
+      if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (it0 + KT - 1) % TC2_STAGES));
+        // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
+        // 8 j + 2 (lane % 4) + i % 2 of the tile.
+#pragma unroll
+      for (int j = 0; j < TC2_TM / 8; ++j)
+#pragma unroll
+        for (int i2 = 0; i2 < 2; ++i2) {
+          const int col = 8 * j + 2 * (lane & 3) + i2;
+          if (col >= rows) continue;
+#if Y16
+          __half* yr = reinterpret_cast<__half*>(y) + static_cast<u64>(lst[col]) * hidden + d0 +
+                       c * 128 + 16 * w + g;
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              yr[m * 64 + 8 * h] = __float2half_rn(acc[m][4 * j + 2 * h + i2] * sprev);
+#else
+          float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
+#endif
+        }
+    }
   }
 }
 #endif  // TC2_V

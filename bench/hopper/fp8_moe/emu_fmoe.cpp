@@ -272,10 +272,12 @@ int main(int argc, char** argv) {
   const bool run2 = D % 256 == 0;  // fmoe_tc2 (TC2_V 2) needs hidden % 256 == 0
   const int tb2 = (slots + TC2_TM - 1) / TC2_TM + E;
   if (run2)
-    launch({static_cast<unsigned>(D / 256), static_cast<unsigned>(tb2), 1}, 384, [&] {
-      fmoe_tc2(act.data(), w2.data(), s2.data(), lists.data(), counts.data(), y.data(), T, D, I, E,
-               1);
-    });
+    launch({TC2_PERSIST ? 5u : static_cast<unsigned>(D / 256),
+            TC2_PERSIST ? 1u : static_cast<unsigned>(tb2), 1},
+           384, [&] {
+             fmoe_tc2(act.data(), w2.data(), s2.data(), lists.data(), counts.data(), y.data(), T, D,
+                      I, E, 1);
+           });
   // reference
   auto perm16 = [](int k) { return ((k & 2) << 2) | ((k >> 2) << 1) | (k & 1); };
   double max_ra = 0, max_ry = 0, rms_a = 0, rms_y = 0;

@@ -31,9 +31,13 @@ def cand(base, p):
             L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048 + 1024)
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 2:
             st, tm = p.get("TC2_STAGES", 3), p.get("TC2_TM", 64)
-            L["grid"] = [on("hidden / 256"), on(f"(ceil_div(tokens * top_k, {tm}) + num_experts)")]
+            if p.get("TC2_PERSIST", 0):
+                L["grid"] = [on("132"), "1"]
+            else:
+                L["grid"] = [on("hidden / 256"),
+                             on(f"(ceil_div(tokens * top_k, {tm}) + num_experts)")]
             L["block"] = [384]
-            L["shared_bytes"] = str(st * (256 * 128 + tm * 256) + 2048)
+            L["shared_bytes"] = str(st * (256 * 128 + tm * 256) + 2048 + 1024)
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 1:
             bn, st = p.get("TC2_BN", 128), p.get("TC2_STAGES", 3)
             L["grid"] = [on(f"hidden / {bn}"), on(TILES)]
