@@ -1,29 +1,40 @@
 // fp8_blockscale_fused_moe baseline (configs/bench/fp8_blockscale_fused_moe.json).
-// Measured on H200 (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 2026-12-03
-// 11:52 UTC, parameters GV_WARPS 4, GV_MINB 1, F8_INT 0): correct on all 6 workloads, weighted SOL
-// 0.514 (reference 0.013). s2 (t 1) 107.1 us SOL 0.686, s4 (t 1) 59.1 us 0.532, s3 (t 32) 2.33 ms
-// 0.645, s1 (t 3804) 13.14 ms 0.180, s5 3.87 ms 0.131, s0 10.79 ms 0.109. F8_INT = 1 was slower on
-// every workload (s2 155.5 against 135.0 us, s1 17.3 against 13.1 ms, with GV_MINB 8). Precision
-// plan (bench/hopper/fp8_moe/NOTES.md): every e4m3 value is exact in f16 and f16 x f16 products are
-// exact in fp32, so both GEMMs run f16 mma.sync m16n8k16 with fp32 accumulation on operands
-// converted from fp8 in registers (cvt.rn.f16x2.e4m3x2); the block scales are applied in fp32 to
-// the accumulator of each 128-k block (temp accumulator, then acc += temp * scale). The only
-// intermediate rounding is the SwiGLU activation, stored as f16. K permutation: a thread loads 4
-// consecutive bytes k = 4c..4c+3 (c = lane % 4) of a k16 chunk and uses bytes 0-1 as the fragment's
-// k pair {2c, 2c+1} and bytes 2-3 as {2c+8, 2c+9}; A and B use the same map, so the dot product is
-// unchanged. Two paths, chosen by the launch plan (enable arguments; a disabled launch is a 1-CTA
-// no-op):
-//  * tokens < 64: weight-streaming GEMV. fmoe_gemv1: CTA per (token slot, 16 intermediate rows),
-//    8 warps split the 128-k blocks of hidden, 16-byte fp8 loads (ld.global.nc.L1::no_allocate) of
-//    the gate and up rows, the token vector (f16) in shared memory as the mma B operand (all 8
-//    columns the same). fmoe_gemv2: CTA per (token, 16 output columns), warps over the
-//    (slot, 128-k block) units, fc2_scale * topk_weight on the accumulator, sum, e4m3 cast.
-//  * tokens >= 64: grouped tensor-core GEMMs. fmoe_route (CTA per expert, ballot scan, ascending
-//    slot order), fmoe_tiles (tile table, 64 rows per tile), fmoe_tc1 (tile 64 rows x 64 act
-//    columns = 64 gate + 64 up rows of w1, k 128 per stage, 3-stage cp.async ring, 4 warps of
-//    32 x (32 + 32), SwiGLU in registers, f16 act), fmoe_tc2 (tile 64 rows x 128 hidden columns,
-//    act f16 A operand, w2 fp8, y fp32 per slot), fmoe_combine (sum over slots * topk_weight in
-//    slot order, e4m3 saturating cast).
+// Measured on H200 (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 1980 MHz,
+// 2026-12-03 15:54 UTC, parameters GV_WARPS 8, GV_MINB 1, F8_INT 0, TC_FP8 1, TC2_V 2,
+// TC2_STAGES 4, the other switches at their defaults): correct on all 6 workloads, weighted SOL
+// 0.578 (the previous baseline, GV_WARPS 4 and the mma.sync path: 0.514). s2 (t 1) 108.1 us SOL
+// 0.679, s4 (t 1) 51.1 us 0.616, s3 (t 32) 2.40 ms 0.628, s1 (t 3804) 6.20 ms 0.381 (previous
+// baseline in the same session 13.24 ms), s5 1.75 ms 0.290 (3.87), s0 6.04 ms 0.195 (10.75).
+// Same session: GV_WARPS 4 with the wgmma path s2 108.5 us, s4 57.6 us; on s1 / s5 / s0 only:
+// WG_OVL 1 + TC2_TM 128 + TC2_STAGES 3 + Y16 1 5.63 / 1.68 / 5.42 ms, TC2_TM 128 (stages 3) 5.80
+// / 1.70 / 5.52 ms, WG_OVL 1 6.08 / 1.71 / 5.84 ms; WG_PROMO 2 s1 6.37 ms. Earlier (11:52 UTC):
+// F8_INT 1 slower on every workload.
+// Precision (bench/hopper/fp8_moe/NOTES.md, precision_sim.cpp): every e4m3 value is exact in f16
+// and f16 x f16 products are exact in fp32; the fp8 tensor core (wgmma e4m3) multiplies exactly
+// but accumulates with a reduced-precision (about 13-bit) adder, so it only ever sums the 128 k
+// of one scale block into a fresh temporary, which is then scaled into fp32 totals. The only
+// stored intermediates are the SwiGLU activation (f16) and the per-slot y (fp32; f16 with Y16).
+// K permutation: a thread loads 4 consecutive bytes k = 4c..4c+3 (c = lane % 4) of a k16 chunk
+// and uses bytes 0-1 as the f16 fragment's k pair {2c, 2c+1} and bytes 2-3 as {2c+8, 2c+9}; the
+// other operand uses the same map (in the wgmma GEMM 2 through act stored permuted per 16
+// columns), so the dot product is unchanged. mma.sync m16n8k32 e4m3 is no alternative on
+// Hopper: ptxas emulates it for sm_90a (163 against 105 registers and a 14.2 against 9.0 KB
+// cubin on sm_89 for a 16-MMA test kernel). Two paths, chosen by the launch plan (enable
+// arguments; a disabled launch is a 1-CTA no-op), 4 launches:
+//  * tokens < 64: weight-streaming GEMV. fmoe_stage1 = gemv1: CTA per (token slot, 16
+//    intermediate rows), GV_WARPS warps split the 128-k blocks of hidden, 16-byte fp8 loads
+//    (ld.global.nc.L1::no_allocate) of the gate and up rows, the token vector (f16) in shared
+//    memory as the mma B operand (all 8 columns the same). fmoe_stage4 = gemv2: CTA per (token,
+//    16 output columns), warps over the (slot, 128-k block) units, fc2_scale * topk_weight on
+//    the accumulator, sum, e4m3 cast.
+//  * tokens >= 64: fmoe_stage1 = routing (CTA per expert, ballot scan, ascending slot order),
+//    tiles of 64 slot rows of one expert found in each CTA by a warp scan of the counts;
+//    fmoe_tc1 (TC_FP8 1): warp-specialized wgmma e4m3 GEMM 1, 64 rows x 128 act columns (256 w1
+//    rows) per CTA, SwiGLU in registers, f16 act (TC_FP8 0: the earlier mma.sync f16 kernel);
+//    fmoe_tc2 (TC2_V 2): wgmma f16 GEMM 2 with w2 converted to register A fragments, act as the
+//    shared-memory B operand, 256 hidden rows x TC2_TM slot rows per CTA, y per slot (TC2_V 0:
+//    the earlier mma.sync kernel, 1: its generic-tile version); fmoe_stage4 = combine (sum over
+//    slots * topk_weight in slot order, e4m3 saturating cast). Details at the kernels.
 #ifndef FMOE_EMU  // FMOE_EMU: bench/hopper/fp8_moe/emu_fmoe.cpp runs the kernels on the CPU
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -105,7 +116,7 @@ __device__ __forceinline__ void tile64(float* acc, const uint4& r0, const uint4&
 }
 
 #ifndef GV_WARPS
-#define GV_WARPS 4  // warps per GEMV CTA (block 32 * GV_WARPS)
+#define GV_WARPS 8  // warps per GEMV CTA (block 32 * GV_WARPS)
 #endif
 #ifndef Y16
 #define Y16 0  // 1 (TC2_V 2 only): the per-slot y stored as f16 for the combine (half the traffic)
@@ -386,13 +397,13 @@ __device__ __forceinline__ u32 lds32(const unsigned char* p) {
 }
 
 #ifndef TC_FP8
-#define TC_FP8 0  // 1: GEMM 1 on the e4m3 tensor cores (wgmma), 0: f16 mma.sync after conversion
+#define TC_FP8 1  // 1: GEMM 1 on the e4m3 tensor cores (wgmma), 0: f16 mma.sync after conversion
 #endif
 #ifndef TC1_STAGES
 #define TC1_STAGES 5  // TC_FP8 = 1: stages of fmoe_tc1's ring (40 KB each)
 #endif
 #ifndef TC2_V
-#define TC2_V 0  // 1: fmoe_tc2 with TC2_WM x (2048 / TC2_WM) warp tiles, TC2_BN columns per CTA
+#define TC2_V 2  // 2: wgmma fmoe_tc2 (needs TC_FP8 1); 0: mma.sync kernel; 1: its generic tiles
 #endif
 #ifndef TC2_WM
 #define TC2_WM 64
@@ -401,7 +412,7 @@ __device__ __forceinline__ u32 lds32(const unsigned char* p) {
 #define TC2_BN 128
 #endif
 #ifndef TC2_STAGES
-#define TC2_STAGES 3
+#define TC2_STAGES 4
 #endif
 #if Y16 && TC2_V != 2
 #error "Y16 needs TC2_V = 2"
@@ -640,10 +651,6 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
 #ifndef WG_PROMO
 #define WG_PROMO 4  // k32 MMAs per fresh temporary accumulator (4: one per 128-k scale block)
 #endif
-#ifndef TC1_PERSIST
-#define TC1_PERSIST \
-  0  // 1: persistent fmoe_tc1 (grid = SMs), the next tile's copies overlap the epilogue
-#endif
 #ifndef WG_OVL
 #define WG_OVL 0  // 1: two temporaries, the next stage's MMAs overlap the scaling (WG_PROMO 4)
 #endif
@@ -654,43 +661,6 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float* d, unsigned long lo
 #define WG_REG_P 64
 #define WG_REG_C 216
 #endif
-// Persistent grids: warp 0 writes tcum[e] = tiles (of TM rows) of experts 0..e, inclusive
-// scan; tile_lookup maps the linear unit L = tile * NB + column block to (e, row0, block).
-template <int TM>
-__device__ __forceinline__ void tile_scan(const int* __restrict__ counts, int num_experts,
-                                          int* tcum) {
-  if (threadIdx.x >= 32) return;
-  int run = 0;
-  for (int e0 = 0; e0 < num_experts; e0 += 32) {
-    const int ee = e0 + threadIdx.x;
-    int v = ee < num_experts ? (counts[ee] + TM - 1) / TM : 0;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int x = __shfl_up_sync(0xffffffffu, v, o);
-      if (static_cast<int>(threadIdx.x) >= o) v += x;
-    }
-    if (ee < num_experts) tcum[ee] = run + v;
-    run += __shfl_sync(0xffffffffu, v, 31);
-  }
-}
-template <int TM>
-__device__ __forceinline__ bool tile_lookup(const int* tcum, int num_experts, int NB, int L, int& e,
-                                            int& row0, int& blk) {
-  if (L >= tcum[num_experts - 1] * NB) return false;
-  const int t = L / NB;
-  int lo = 0, hi = num_experts - 1;  // first e with tcum[e] > t
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (tcum[mid] > t)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  e = lo;
-  row0 = (t - (lo > 0 ? tcum[lo - 1] : 0)) * TM;
-  blk = L % NB;
-  return true;
-}
 #define WG_STAGE (TBM * 128 + 256 * 128)  // A 64 rows + B 256 rows of 128 bytes
 // TC_FP8 = 1: CTA per (64 slot rows of one expert, 128 act columns), 384 threads: warpgroup 0
 // copies (cp.async, 128-byte-swizzled K-major stages of 128 k, hand-over on mbarriers),
@@ -708,33 +678,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
              __half* __restrict__ act, int tokens, int hidden, int inter, int top_k,
              int num_experts, int enable) {
   if (!enable) return;
+  int e, row0;
+  if (!find_tile(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC1_STAGES * WG_STAGE;  // full[s] at 8 s, empty[s] at 8 (STAGES + s)
+  const int rows = min(TBM, counts[e] - row0);
+  const int n0 = blockIdx.x * 128;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int KT = hidden / QB, nblocks = 2 * inter / QB;
-#if TC1_PERSIST
-  // Persistent: tiles L = blockIdx.x + k gridDim.x, L = tile * (inter / 128) + column block;
-  // tcum[e] = tiles of experts 0..e (inclusive scan, in shared memory after the barriers).
-  int* tcum = reinterpret_cast<int*>(smem + (bars - smem_addr(smem)) + 16 * TC1_STAGES);
-  tile_scan<TBM>(counts, num_experts, tcum);
-  auto get_tile = [&](int k, int& e, int& row0, int& n0) {
-    int blk;
-    if (!tile_lookup<TBM>(tcum, num_experts, inter / 128, blockIdx.x + k * gridDim.x, e, row0, blk))
-      return false;
-    n0 = blk * 128;
-    return true;
-  };
-#else
-  int e1, r1;
-  if (!find_tile(counts, num_experts, blockIdx.y, e1, r1)) return;
-  auto get_tile = [&](int k, int& e, int& row0, int& n0) {
-    e = e1;
-    row0 = r1;
-    n0 = blockIdx.x * 128;
-    return k == 0;
-  };
-#endif
+  const int* lst = lists + static_cast<u64>(e) * tokens + row0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < TC1_STAGES; ++s) {
       mbar_init(bars + 8 * s, 128);               // full: every copying thread
@@ -747,163 +700,152 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     setmaxnreg_dec<WG_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
-    int it = 0, e, row0, n0;
-    for (int k = 0; get_tile(k, e, row0, n0); ++k) {
-      const int rows = min(TBM, counts[e] - row0);
-      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
-      const u8* asrc[4];
-      int abytes[4];
+    const u8* asrc[4];
+    int abytes[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const bool ok = r + 16 * j < rows;
-        asrc[j] = ok ? hs + static_cast<u64>(lst[r + 16 * j] / top_k) * hidden + cc * 16 : hs;
-        abytes[j] = ok ? 16 : 0;
-      }
-      // B smem rows: [64 gate | 64 up] for warpgroup 1, then the same for warpgroup 2
-      const u8* bsrc[4];
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = r + 16 * j < rows;
+      asrc[j] = ok ? hs + static_cast<u64>(lst[r + 16 * j] / top_k) * hidden + cc * 16 : hs;
+      abytes[j] = ok ? 16 : 0;
+    }
+    // B smem rows: [64 gate | 64 up] for warpgroup 1, then the same for warpgroup 2
+    const u8* bsrc[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      bsrc[q] = w1 +
+                (static_cast<u64>(e) * 2 * inter + (q & 1 ? inter : 0) + n0 + (q >> 1) * 64 + r) *
+                    hidden +
+                cc * 16;
+    const u64 row16 = static_cast<u64>(16) * hidden;
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC1_STAGES;
+      if (kt >= TC1_STAGES) mbar_wait(bars + 8 * (TC1_STAGES + s), ((kt / TC1_STAGES) - 1) & 1);
+      const u32 sa = base + s * WG_STAGE, sb = sa + TBM * 128;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        cp_async16z(sa + dst + j * 2048, abytes[j] ? asrc[j] + kt * QB : hs, abytes[j]);
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        bsrc[q] = w1 +
-                  (static_cast<u64>(e) * 2 * inter + (q & 1 ? inter : 0) + n0 + (q >> 1) * 64 + r) *
-                      hidden +
-                  cc * 16;
-      const u64 row16 = static_cast<u64>(16) * hidden;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
-        const int s = it % TC1_STAGES;
-        if (it >= TC1_STAGES) mbar_wait(bars + 8 * (TC1_STAGES + s), ((it / TC1_STAGES) - 1) & 1);
-        const u32 sa = base + s * WG_STAGE, sb = sa + TBM * 128;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          cp_async16z(sa + dst + j * 2048, abytes[j] ? asrc[j] + kt * QB : hs, abytes[j]);
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            cp_async16z(sb + dst + (4 * q + j) * 2048, bsrc[q] + j * row16 + kt * QB, 16);
-        cp_async_arrive_noinc(bars + 8 * s);
-      }
+          cp_async16z(sb + dst + (4 * q + j) * 2048, bsrc[q] + j * row16 + kt * QB, 16);
+      cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
     setmaxnreg_inc<WG_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     const int r0 = w * 16 + (lane >> 2);
-    int it0 = 0, e, row0, n0;  // it0: stages consumed before this tile
-    for (int k = 0; get_tile(k, e, row0, n0); ++k, it0 += KT) {
-      const int rows = min(TBM, counts[e] - row0);
-      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
-      const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
-      const float* as1 = a_scale + static_cast<u64>(lst[min(r0 + 8, rows - 1)] / top_k) * KT;
-      const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * KT;
-      const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * KT;
+    const float* as0 = a_scale + static_cast<u64>(lst[min(r0, rows - 1)] / top_k) * KT;
+    const float* as1 = a_scale + static_cast<u64>(lst[min(r0 + 8, rows - 1)] / top_k) * KT;
+    const float* sgp = fc1_scale + (static_cast<u64>(e) * nblocks + n0 / QB) * KT;
+    const float* sup = fc1_scale + (static_cast<u64>(e) * nblocks + (inter + n0) / QB) * KT;
 #if WG_OVL
-      // Two temporaries: stage kt + 1's MMAs run while stage kt's are scaled into acc.
-      float acc[64], t0[64], t1[64], x0[4], x1[4];
+    // Two temporaries: stage kt + 1's MMAs run while stage kt's are scaled into acc.
+    float acc[64], t0[64], t1[64], x0[4], x1[4];
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-      auto issue = [&](float* t, float* x, int kt) {
-        const int s = (it0 + kt) % TC1_STAGES;
-        const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
-        x[0] = a0 * sg;
-        x[1] = a0 * su;
-        x[2] = a1 * sg;
-        x[3] = a1 * su;
-        mbar_wait(bars + 8 * s, ((it0 + kt) / TC1_STAGES) & 1);
-        fence_proxy_async();
-        const u32 sa = base + s * WG_STAGE;
-        const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    auto issue = [&](float* t, float* x, int kt) {
+      const int s = kt % TC1_STAGES;
+      const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
+      x[0] = a0 * sg;
+      x[1] = a0 * su;
+      x[2] = a1 * sg;
+      x[3] = a1 * su;
+      mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
+      fence_proxy_async();
+      const u32 sa = base + s * WG_STAGE;
+      const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
 #pragma unroll
-        for (int i = 0; i < 64; ++i) t[i] = 0.f;
-        fence_regs<64>(t);
+      for (int i = 0; i < 64; ++i) t[i] = 0.f;
+      fence_regs<64>(t);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < 4; ++k) wgmma_m64n128k32_e4m3(t, da + 2 * k, db + 2 * k);
+      wgmma_commit();
+    };
+    auto retire = [&](float* t, const float* x, int kt) {
+      fence_regs<64>(t);
+      if (lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + kt % TC1_STAGES));
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[4 * j + i] += t[4 * j + i] * x[(i >> 1) * 2 + (j >> 3)];
+    };
+    issue(t0, x0, 0);
+    int kt = 1;
+    for (; kt + 1 < KT; kt += 2) {
+      issue(t1, x1, kt);
+      wgmma_wait<1>();
+      retire(t0, x0, kt - 1);
+      issue(t0, x0, kt + 1);
+      wgmma_wait<1>();
+      retire(t1, x1, kt);
+    }
+    if (kt < KT) {
+      issue(t1, x1, kt);
+      wgmma_wait<1>();
+      retire(t0, x0, kt - 1);
+      wgmma_wait<0>();
+      retire(t1, x1, kt);
+    } else {
+      wgmma_wait<0>();
+      retire(t0, x0, kt - 1);
+    }
+#else
+    float acc[64], tmp[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC1_STAGES;
+      const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
+      const float x00 = a0 * sg, x01 = a0 * su, x10 = a1 * sg, x11 = a1 * su;
+      mbar_wait(bars + 8 * s, (kt / TC1_STAGES) & 1);
+      fence_proxy_async();
+      const u32 sa = base + s * WG_STAGE;
+      const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
+#pragma unroll
+      for (int p = 0; p < 4 / WG_PROMO; ++p) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) tmp[i] = 0.f;
+        fence_regs<64>(tmp);
         wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < 4; ++k) wgmma_m64n128k32_e4m3(t, da + 2 * k, db + 2 * k);
+        for (int kk = 0; kk < WG_PROMO; ++kk) {
+          const int k = p * WG_PROMO + kk;
+          wgmma_m64n128k32_e4m3(tmp, da + 2 * k, db + 2 * k);
+        }
         wgmma_commit();
-      };
-      auto retire = [&](float* t, const float* x, int kt) {
-        fence_regs<64>(t);
-        if (lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + (it0 + kt) % TC1_STAGES));
+        wgmma_wait<0>();
+        fence_regs<64>(tmp);
+        if (p == 4 / WG_PROMO - 1 && lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + s));
 #pragma unroll
         for (int j = 0; j < 16; ++j)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) acc[4 * j + i] += t[4 * j + i] * x[(i >> 1) * 2 + (j >> 3)];
-      };
-      issue(t0, x0, 0);
-      int kt = 1;
-      for (; kt + 1 < KT; kt += 2) {
-        issue(t1, x1, kt);
-        wgmma_wait<1>();
-        retire(t0, x0, kt - 1);
-        issue(t0, x0, kt + 1);
-        wgmma_wait<1>();
-        retire(t1, x1, kt);
+          for (int i = 0; i < 4; ++i)
+            acc[4 * j + i] += tmp[4 * j + i] * (i < 2 ? (j < 8 ? x00 : x01) : (j < 8 ? x10 : x11));
       }
-      if (kt < KT) {
-        issue(t1, x1, kt);
-        wgmma_wait<1>();
-        retire(t0, x0, kt - 1);
-        wgmma_wait<0>();
-        retire(t1, x1, kt);
-      } else {
-        wgmma_wait<0>();
-        retire(t0, x0, kt - 1);
-      }
-#else
-      float acc[64], tmp[64];
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-      for (int kt = 0; kt < KT; ++kt) {
-        const int s = (it0 + kt) % TC1_STAGES;
-        const float a0 = as0[kt], a1 = as1[kt], sg = sgp[kt], su = sup[kt];
-        const float x00 = a0 * sg, x01 = a0 * su, x10 = a1 * sg, x11 = a1 * su;
-        mbar_wait(bars + 8 * s, ((it0 + kt) / TC1_STAGES) & 1);
-        fence_proxy_async();
-        const u32 sa = base + s * WG_STAGE;
-        const u64 da = desc_sw128(sa), db = desc_sw128(sa + TBM * 128 + c * 128 * 128);
-#pragma unroll
-        for (int p = 0; p < 4 / WG_PROMO; ++p) {
-#pragma unroll
-          for (int i = 0; i < 64; ++i) tmp[i] = 0.f;
-          fence_regs<64>(tmp);
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < WG_PROMO; ++kk) {
-            const int k = p * WG_PROMO + kk;
-            wgmma_m64n128k32_e4m3(tmp, da + 2 * k, db + 2 * k);
-          }
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_regs<64>(tmp);
-          if (p == 4 / WG_PROMO - 1 && lane == 0) mbar_arrive(bars + 8 * (TC1_STAGES + s));
-#pragma unroll
-          for (int j = 0; j < 16; ++j)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              acc[4 * j + i] +=
-                  tmp[4 * j + i] * (i < 2 ? (j < 8 ? x00 : x01) : (j < 8 ? x10 : x11));
-        }
-      }
+    }
 #endif  // WG_OVL
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + 8 * h;
-        if (r >= rows) continue;
-        __half* arow = act + static_cast<u64>(lst[r]) * inter + n0 + c * 64 + 2 * (lane & 3);
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= rows) continue;
+      __half* arow = act + static_cast<u64>(lst[r]) * inter + n0 + c * 64 + 2 * (lane & 3);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          float v[2];
+      for (int j = 0; j < 8; ++j) {
+        float v[2];
 #pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float z = acc[4 * j + 2 * h + i], u = acc[4 * (j + 8) + 2 * h + i];
-            v[i] = z / (1.0f + expf(-z)) * u;
-          }
-#if TC2_V == 2
-          const int q = (8 * j + 2 * (lane & 3)) & 15;  // position in the 16-group of act columns
-          __half* dst = arow - 2 * (lane & 3) + 8 * (j & ~1) + (((q & 2) << 2) | ((q >> 2) << 1));
-#else
-          __half* dst = arow + 8 * j;
-#endif
-          *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v[0], v[1]);
+        for (int i = 0; i < 2; ++i) {
+          const float z = acc[4 * j + 2 * h + i], u = acc[4 * (j + 8) + 2 * h + i];
+          v[i] = z / (1.0f + expf(-z)) * u;
         }
+#if TC2_V == 2
+        const int q = (8 * j + 2 * (lane & 3)) & 15;  // position in the 16-group of act columns
+        __half* dst = arow - 2 * (lane & 3) + 8 * (j & ~1) + (((q & 2) << 2) | ((q >> 2) << 1));
+#else
+        __half* dst = arow + 8 * j;
+#endif
+        *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v[0], v[1]);
       }
     }
   }
@@ -1225,9 +1167,6 @@ __device__ __forceinline__ void t2_frags(u32 (*f)[4][4], u32 sa, u32 roff, int g
       f8x4_to_h2x2(lds32a(a + 8 * 128), f[m][kk][1], f[m][kk][3]);
     }
 }
-#ifndef TC2_PERSIST
-#define TC2_PERSIST 0  // 1: persistent fmoe_tc2 (grid = SMs)
-#endif
 #ifndef TC2_TM
 #define TC2_TM 64  // TC2_V = 2: slot rows per tile (64 or 128: w2 streamed once per 128 rows)
 #endif
@@ -1260,32 +1199,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
              const int* __restrict__ counts, float* __restrict__ y, int tokens, int hidden,
              int inter, int num_experts, int enable) {
   if (!enable) return;
+  int e, row0;
+  if (!find_tile<TC2_TM>(counts, num_experts, blockIdx.y, e, row0)) return;
   extern __shared__ __align__(16) unsigned char smem[];
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 bars = base + TC2_STAGES * T2_STAGE;
+  const int rows = min(TC2_TM, counts[e] - row0);
+  const int d0 = blockIdx.x * 256;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int KT = inter / QB, dblocks = hidden / QB;
-#if TC2_PERSIST
-  int* tcum = reinterpret_cast<int*>(smem + (bars - smem_addr(smem)) + 16 * TC2_STAGES);
-  tile_scan<TC2_TM>(counts, num_experts, tcum);
-  auto get_tile = [&](int k, int& e, int& row0, int& d0) {
-    int blk;
-    if (!tile_lookup<TC2_TM>(tcum, num_experts, hidden / 256, blockIdx.x + k * gridDim.x, e, row0,
-                             blk))
-      return false;
-    d0 = blk * 256;
-    return true;
-  };
-#else
-  int e1, r1;
-  if (!find_tile<TC2_TM>(counts, num_experts, blockIdx.y, e1, r1)) return;
-  auto get_tile = [&](int k, int& e, int& row0, int& d0) {
-    e = e1;
-    row0 = r1;
-    d0 = blockIdx.x * 256;
-    return k == 0;
-  };
-#endif
+  const int* lst = lists + static_cast<u64>(e) * tokens + row0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < TC2_STAGES; ++s) {
       mbar_init(bars + 8 * s, 128);
@@ -1298,118 +1221,107 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     setmaxnreg_dec<T2_REG_P>();
     const int r = tid >> 3, cc = tid & 7;
     const u32 dst = r * 128 + ((cc ^ (r & 7)) << 4);
-    int it = 0, e, row0, d0;
-    for (int k = 0; get_tile(k, e, row0, d0); ++k) {
-      const int rows = min(TC2_TM, counts[e] - row0);
-      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
-      const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
-      const u64 w16 = static_cast<u64>(16) * inter;
-      const u8* act8 = reinterpret_cast<const u8*>(act);
-      const u8* asrc[TC2_TM / 16];
-      int abytes[TC2_TM / 16];
+    const u8* wsrc = w2 + (static_cast<u64>(e) * hidden + d0 + r) * inter + cc * 16;
+    const u64 w16 = static_cast<u64>(16) * inter;
+    const u8* act8 = reinterpret_cast<const u8*>(act);
+    const u8* asrc[TC2_TM / 16];
+    int abytes[TC2_TM / 16];
 #pragma unroll
-      for (int j = 0; j < TC2_TM / 16; ++j) {
-        const bool ok = r + 16 * j < rows;
-        asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
-        abytes[j] = ok ? 16 : 0;
-      }
-      for (int kt = 0; kt < KT; ++kt, ++it) {
-        const int s = it % TC2_STAGES;
-        if (it >= TC2_STAGES) mbar_wait(bars + 8 * (TC2_STAGES + s), ((it / TC2_STAGES) - 1) & 1);
-        const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+    for (int j = 0; j < TC2_TM / 16; ++j) {
+      const bool ok = r + 16 * j < rows;
+      asrc[j] = ok ? act8 + static_cast<u64>(lst[r + 16 * j]) * inter * 2 + cc * 16 : act8;
+      abytes[j] = ok ? 16 : 0;
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC2_STAGES;
+      if (kt >= TC2_STAGES) mbar_wait(bars + 8 * (TC2_STAGES + s), ((kt / TC2_STAGES) - 1) & 1);
+      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
 #pragma unroll
-        for (int j = 0; j < 16; ++j) cp_async16z(sa + dst + j * 2048, wsrc + j * w16 + kt * QB, 16);
+      for (int j = 0; j < 16; ++j) cp_async16z(sa + dst + j * 2048, wsrc + j * w16 + kt * QB, 16);
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int j = 0; j < TC2_TM / 16; ++j)
-            cp_async16z(sb + h * (TC2_TM * 128) + dst + j * 2048,
-                        abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
-        cp_async_arrive_noinc(bars + 8 * s);
-      }
+        for (int j = 0; j < TC2_TM / 16; ++j)
+          cp_async16z(sb + h * (TC2_TM * 128) + dst + j * 2048,
+                      abytes[j] ? asrc[j] + kt * QB * 2 + h * 128 : act8, abytes[j]);
+      cp_async_arrive_noinc(bars + 8 * s);
     }
   } else {
     setmaxnreg_inc<T2_REG_C>();
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, g = lane >> 2;
     const u32 roff = (c * 128 + 16 * w + g) * 128 + 4 * (lane & 3);
-    int it0 = 0, e, row0, d0;
-    for (int k = 0; get_tile(k, e, row0, d0); ++k, it0 += KT) {
-      const int rows = min(TC2_TM, counts[e] - row0);
-      const int* lst = lists + static_cast<u64>(e) * tokens + row0;
-      const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
-      float acc[2][TC2_TM / 2];
+    const float* sp = fc2_scale + (static_cast<u64>(e) * dblocks + (d0 + c * 128) / QB) * KT;
+    float acc[2][TC2_TM / 2];
 #pragma unroll
-      for (int m = 0; m < 2; ++m)
+    for (int m = 0; m < 2; ++m)
 #pragma unroll
-        for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] = 0.f;
-      u32 fa[2][4][4], fb[2][4][4];
-      float sprev = 1.f;
-      for (int kt = 0; kt < KT; ++kt) {
-        const int s = (it0 + kt) % TC2_STAGES;
-        const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
-        sprev = sc;
-        mbar_wait(bars + 8 * s, ((it0 + kt) / TC2_STAGES) & 1);
-        fence_proxy_async();
-        const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
-        wgmma_wait<1>();  // the previous stage's first half has read fa
-        t2_frags(fa, sa, roff, g, 0);
-        wgmma_wait<0>();
-        fence_regs<TC2_TM / 2>(acc[0]);
-        fence_regs<TC2_TM / 2>(acc[1]);
-        if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (it0 + kt - 1) % TC2_STAGES));
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-          for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] *= rho;
-        fence_regs<TC2_TM / 2>(acc[0]);
-        fence_regs<TC2_TM / 2>(acc[1]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-          for (int m = 0; m < 2; ++m)
-            wgmma_rs_t2<TC2_TM>(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
-        wgmma_commit();
-        t2_frags(fb, sa, roff, g, 1);
-        fence_regs<TC2_TM / 2>(acc[0]);
-        fence_regs<TC2_TM / 2>(acc[1]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-          for (int m = 0; m < 2; ++m)
-            wgmma_rs_t2<TC2_TM>(acc[m], fb[m][kk], desc_sw128(sb + TC2_TM * 128) + 2 * kk);
-        wgmma_commit();
-      }
+      for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] = 0.f;
+    u32 fa[2][4][4], fb[2][4][4];
+    float sprev = 1.f;
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % TC2_STAGES;
+      const float sc = sp[kt] * F8_UNSCALE, rho = sprev / sc;
+      sprev = sc;
+      mbar_wait(bars + 8 * s, (kt / TC2_STAGES) & 1);
+      fence_proxy_async();
+      const u32 sa = base + s * T2_STAGE, sb = sa + 256 * 128;
+      wgmma_wait<1>();  // the previous stage's first half has read fa
+      t2_frags(fa, sa, roff, g, 0);
       wgmma_wait<0>();
       fence_regs<TC2_TM / 2>(acc[0]);
       fence_regs<TC2_TM / 2>(acc[1]);
-      if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (it0 + KT - 1) % TC2_STAGES));
-        // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
-        // 8 j + 2 (lane % 4) + i % 2 of the tile.
+      if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (kt - 1) % TC2_STAGES));
 #pragma unroll
-      for (int j = 0; j < TC2_TM / 8; ++j)
+      for (int m = 0; m < 2; ++m)
 #pragma unroll
-        for (int i2 = 0; i2 < 2; ++i2) {
-          const int col = 8 * j + 2 * (lane & 3) + i2;
-          if (col >= rows) continue;
-#if Y16
-          __half* yr = reinterpret_cast<__half*>(y) + static_cast<u64>(lst[col]) * hidden + d0 +
-                       c * 128 + 16 * w + g;
+        for (int i = 0; i < TC2_TM / 2; ++i) acc[m][i] *= rho;
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
+      wgmma_fence();
 #pragma unroll
-          for (int m = 0; m < 2; ++m)
+      for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-              yr[m * 64 + 8 * h] = __float2half_rn(acc[m][4 * j + 2 * h + i2] * sprev);
-#else
-          float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
+        for (int m = 0; m < 2; ++m) wgmma_rs_t2<TC2_TM>(acc[m], fa[m][kk], desc_sw128(sb) + 2 * kk);
+      wgmma_commit();
+      t2_frags(fb, sa, roff, g, 1);
+      fence_regs<TC2_TM / 2>(acc[0]);
+      fence_regs<TC2_TM / 2>(acc[1]);
+      wgmma_fence();
 #pragma unroll
-          for (int m = 0; m < 2; ++m)
+      for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
-#endif
-        }
+        for (int m = 0; m < 2; ++m)
+          wgmma_rs_t2<TC2_TM>(acc[m], fb[m][kk], desc_sw128(sb + TC2_TM * 128) + 2 * kk);
+      wgmma_commit();
     }
+    wgmma_wait<0>();
+    fence_regs<TC2_TM / 2>(acc[0]);
+    fence_regs<TC2_TM / 2>(acc[1]);
+    if (lane == 0) mbar_arrive(bars + 8 * (TC2_STAGES + (KT - 1) % TC2_STAGES));
+      // acc[m][4 j + i]: hidden row d0 + 128 c + 64 m + 16 w + g + 8 (i / 2), slot column
+      // 8 j + 2 (lane % 4) + i % 2 of the tile.
+#pragma unroll
+    for (int j = 0; j < TC2_TM / 8; ++j)
+#pragma unroll
+      for (int i2 = 0; i2 < 2; ++i2) {
+        const int col = 8 * j + 2 * (lane & 3) + i2;
+        if (col >= rows) continue;
+#if Y16
+        __half* yr = reinterpret_cast<__half*>(y) + static_cast<u64>(lst[col]) * hidden + d0 +
+                     c * 128 + 16 * w + g;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            yr[m * 64 + 8 * h] = __float2half_rn(acc[m][4 * j + 2 * h + i2] * sprev);
+#else
+        float* yr = y + static_cast<u64>(lst[col]) * hidden + d0 + c * 128 + 16 * w + g;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) yr[m * 64 + 8 * h] = acc[m][4 * j + 2 * h + i2] * sprev;
+#endif
+      }
   }
 }
 #endif  // TC2_V

@@ -4,7 +4,8 @@
 // lands at its wait or mbarrier arrive). It checks the kernels' indexing, swizzles, fragment
 // maps, k permutation, mbarrier ring and scales against a double-precision reference, not the
 // model against the hardware.
-//   g++ -O2 -std=c++20 -pthread -DTC_FP8=1 -DTC2_V=2 -DTC2_STAGES=4 emu_fmoe.cpp -o emu_fmoe
+//   g++ -O2 -std=c++20 -pthread [-DTC2_TM=128 -DWG_OVL=1 -DY16=1 ...] emu_fmoe.cpp -o emu_fmoe
+//   (-DFMOE_PERSIST_DRAFT -DTC1_PERSIST=1 ...: the draft fp8_blockscale_fused_moe_persist.cu)
 //   ./emu_fmoe [tokens hidden inter experts top_k]
 #include <algorithm>
 #include <cstdio>
@@ -221,7 +222,17 @@ inline void wgmma_rs_m64n128k16(float* d, const u32* a, unsigned long long db) {
 
 #define FMOE_EMU 1
 #define FMOE_SHARED static
+#ifdef FMOE_PERSIST_DRAFT  // the unmeasured persistent variants
+#include "fp8_blockscale_fused_moe_persist.cu"
+#else
 #include "../../../configs/bench/fp8_blockscale_fused_moe_baseline.cu"
+#endif
+#ifndef TC1_PERSIST
+#define TC1_PERSIST 0
+#endif
+#ifndef TC2_PERSIST
+#define TC2_PERSIST 0
+#endif
 
 int main(int argc, char** argv) {
   for (int c = 0; c < 256; ++c) g_e4m3[c] = e4m3_to_f(static_cast<uint8_t>(c));

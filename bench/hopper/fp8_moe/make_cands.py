@@ -5,7 +5,9 @@ parameters and the tensor-core launches adjusted).
     python3 make_cands.py --baseline CONFIG K:V,K:V   (rewrites CONFIG's baseline block in place)
 Parameters: GV_WARPS, GV_MINB, F8_INT, TC_FP8 (1: wgmma e4m3 GEMM 1), TC1_STAGES, WG_PROMO,
 TC2_V (1: generic mma.sync fmoe_tc2, 2: wgmma f16 fmoe_tc2, needs TC_FP8 1), TC2_WM, TC2_BN, TC2_STAGES, TC2_TM (TC2_V 2: 64 or 128 slot rows per tile), WG_OVL. The candidate's source_file is the
-config's baseline source (the candidate sits next to it)."""
+config's baseline source (the candidate sits next to it). TC1_PERSIST / TC2_PERSIST exist only
+in the draft bench/hopper/fp8_moe/fp8_blockscale_fused_moe_persist.cu (copy it over the
+baseline source to use them). Defaults as in the source (TC2_STAGES 4)."""
 import copy, json, sys
 
 GE = "min(1, tokens / 64)"
@@ -28,18 +30,21 @@ def cand(base, p):
             else:
                 L["grid"] = [on("inter / 128"), on(TILES)]
             L["block"] = [384]
-            L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048 + 1024)
+            # + 1 KB of tile table in the persistent kernel (fp8_blockscale_fused_moe_persist.cu)
+            L["shared_bytes"] = str(st * (64 * 128 + 256 * 128) + 2048 +
+                                    (1024 if p.get("TC1_PERSIST", 0) else 0))
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 2:
-            st, tm = p.get("TC2_STAGES", 3), p.get("TC2_TM", 64)
+            st, tm = p.get("TC2_STAGES", 4), p.get("TC2_TM", 64)
             if p.get("TC2_PERSIST", 0):
                 L["grid"] = [on("132"), "1"]
             else:
                 L["grid"] = [on("hidden / 256"),
                              on(f"(ceil_div(tokens * top_k, {tm}) + num_experts)")]
             L["block"] = [384]
-            L["shared_bytes"] = str(st * (256 * 128 + tm * 256) + 2048 + 1024)
+            L["shared_bytes"] = str(st * (256 * 128 + tm * 256) + 2048 +
+                                    (1024 if p.get("TC2_PERSIST", 0) else 0))
         if L["kernel"] == "fmoe_tc2" and p.get("TC2_V", 0) == 1:
-            bn, st = p.get("TC2_BN", 128), p.get("TC2_STAGES", 3)
+            bn, st = p.get("TC2_BN", 128), p.get("TC2_STAGES", 4)
             L["grid"] = [on(f"hidden / {bn}"), on(TILES)]
             L["block"] = [bn]
             L["shared_bytes"] = str(st * (64 * 288 + bn * 144))
