@@ -426,6 +426,14 @@ __device__ __forceinline__ void skip_tile(unsigned bars, int KT, int& it) {
   }
 }
 
+// A load the compiler cannot merge with a later plain load of the same address (MOE_SKIP's
+// row check would otherwise keep the tile's row count live across the K loop).
+__device__ __forceinline__ int ld_once(const int* p) {
+  int v;
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 struct route_view {
   const int *tile_e, *tile_p0, *tile_rows, *sorted;
   int tiles;
@@ -518,7 +526,7 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int tm = tile / tiles_n, tn = tile % tiles_n;
-      if (MOE_SKIP && c * 64 >= rv.tile_rows[tm]) {
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
         skip_tile<BN>(bars, KT, it);
         continue;
       }
@@ -652,7 +660,7 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int q = tile / split, ks = tile % split, tm = q / tiles_n, tn = q % tiles_n;
       const int kn = (ks + 1) * KT / split - ks * KT / split;
-      if (MOE_SKIP && c * 64 >= rv.tile_rows[tm]) {
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
         skip_tile<BN>(bars, kn, it);
         continue;
       }
