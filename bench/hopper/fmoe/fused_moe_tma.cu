@@ -175,6 +175,43 @@ __device__ void make_map(unsigned char* map, const void* gaddr, int K, int rows,
 #define MAP_W2_256 256
 #define MAP_W2_128 384
 #define MAP_ACT 512
+#ifndef MAPS_SMEM
+#define MAPS_SMEM 1  // 1: moe_route builds the maps in shared memory and copies them out
+#endif
+
+// The same map built in shared memory (tensormap.replace on global memory costs microseconds
+// per field, and the five maps' 13 serial fields held up the whole route block; as
+// configs/bench/block_scaled_mm_baseline.cu), copied out later with tensormap.cp_fenceproxy.
+#define MAP_FIELD32(field, idx_imm, val)                                               \
+  asm volatile("tensormap.replace.tile." field ".shared::cta.b1024.b32 [%0], " idx_imm \
+               "%1;" ::"r"(sm),                                                        \
+               "r"(val)                                                                \
+               : "memory")
+__device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
+                                              int box_rows) {
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(sm),
+               "l"(gaddr)
+               : "memory");
+  MAP_FIELD32("rank", "", 1);
+  MAP_FIELD32("box_dim", "0, ", 64);
+  MAP_FIELD32("box_dim", "1, ", box_rows);
+  MAP_FIELD32("global_dim", "0, ", K);
+  MAP_FIELD32("global_dim", "1, ", rows);
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(sm),
+               "l"((unsigned long long)K * 2)
+               : "memory");
+  MAP_FIELD32("element_stride", "0, ", 1);
+  MAP_FIELD32("element_stride", "1, ", 1);
+  asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+}
+#undef MAP_FIELD32
 
 // K-major, 128-byte swizzle: rows of 128 bytes, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
@@ -292,7 +329,21 @@ extern "C" __global__ void __launch_bounds__(1024)
               int experts, const __nv_bfloat16* w1, const __nv_bfloat16* w2,
               const __nv_bfloat16* act, unsigned char* maps, int hidden, int inter) {
   __shared__ int cnt[1024], off[1024], toff[1024], cur[1024];
-#if MOE_TMA
+#if MOE_TMA && MAPS_SMEM
+  __shared__ __align__(128) unsigned char smaps[640];
+  if (threadIdx.x < 32) {  // warp 0: one lane per tensor map
+    for (int i = threadIdx.x; i < 640 / 4; i += 32) reinterpret_cast<unsigned*>(smaps)[i] = 0u;
+    __syncwarp();
+    const int i = threadIdx.x;
+    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps) + 128 * i;
+    if (i < 2)
+      make_map_smem(sm, w1, hidden, experts * 2 * inter, i == 0 ? 128 : 64);
+    else if (i < 4)
+      make_map_smem(sm, w2, inter, experts * hidden, i == 2 ? 256 : 128);
+    else if (i == 4)
+      make_map_smem(sm, act, inter, tokens * top_k, BM);
+  }  // copied out by warps 0 .. 4 after the block's first barrier
+#elif MOE_TMA
   if (threadIdx.x < 5) {  // one lane per tensor map
     const int i = threadIdx.x;
     if (i < 2)
@@ -311,6 +362,16 @@ extern "C" __global__ void __launch_bounds__(1024)
   const int e = threadIdx.x;
   cnt[e] = cur[e] = 0;
   __syncthreads();
+#if MOE_TMA && MAPS_SMEM
+  if (threadIdx.x < 5 * 32) {  // warp m copies map m (the five release fences in parallel)
+    const int m = threadIdx.x >> 5;
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;" ::"l"(maps + 128 * m),
+        "r"((unsigned)__cvta_generic_to_shared(smaps) + 128 * m)
+        : "memory");
+  }
+#endif
   // Warp-uniform loop bounds (the warp primitives need every lane).
   for (int s0 = 0; s0 < slots; s0 += 1024 * ROUTE_UNROLL) {
     int ids[ROUTE_UNROLL];
