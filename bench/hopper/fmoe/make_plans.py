@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Launch plans of configs/bench/fused_moe_baseline.cu with the TMA / skip / split-K
-parameters (issue 23, helper fmoe): candidate JSONs for kopt eval --candidate, and, with
---config, the plan that configs/bench/fused_moe.json carries as its baseline.
+"""Launch plans of the fused_moe kernel with the TMA / skip / split-K / shared-memory-map
+parameters (issue 23, helper fmoe): candidate JSONs for kopt eval --candidate (source
+fused_moe_tma.cu here), and, with --config, the plan that configs/bench/fused_moe.json carries
+as its baseline (source configs/bench/fused_moe_baseline.cu: copy fused_moe_tma.cu there).
     python3 bench/hopper/fmoe/make_plans.py [--config]"""
 import json, os, sys
 
@@ -67,7 +68,7 @@ if __name__ == "__main__":
     if "--config" in sys.argv:
         cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
         text = open(cfg_path).read()
-        base = json.dumps(plan("../../bench/hopper/fmoe/fused_moe_tma.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
+        base = json.dumps(plan("fused_moe_baseline.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
         text = text[: text.rindex(',\n  "baseline": ')] + "\n}\n"
         end = text.rstrip().rindex("}")
         text = text[:end].rstrip() + ',\n  "baseline": ' + base + "\n}\n"
