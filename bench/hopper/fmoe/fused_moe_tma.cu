@@ -66,7 +66,8 @@
 #define MOE_TMA 1  // 1: weights (gemm1, gemm2) and act (gemm2) through TMA tensor copies
 #endif
 #ifndef MOE_SKIP
-#define MOE_SKIP 1  // 1: a consumer warpgroup whose 64 rows are all past the tile's rows skips its MMAs
+#define MOE_SKIP \
+  1  // 1: a consumer warpgroup whose 64 rows are all past the tile's rows skips its MMAs
 #endif
 #ifndef MOE_SPLIT
 #define MOE_SPLIT 4  // gemm2 (atomic mode): split K in up to this many parts to fill the last wave
@@ -659,7 +660,8 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
   const unsigned bars = base + RING_BYTES;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int tiles_n = hidden / BN, KT = inter / BK;
-  const int split = (MOE_SPLIT > 1 && ys == nullptr) ? gemm2_split(rv.tiles * tiles_n, KT, gridDim.x) : 1;
+  const int split =
+      (MOE_SPLIT > 1 && ys == nullptr) ? gemm2_split(rv.tiles * tiles_n, KT, gridDim.x) : 1;
   const int num_tiles = rv.tiles * tiles_n * split;
   if (blockIdx.x >= num_tiles) return;
   init_bars<STAGES>(bars, MOE_TMA ? 1 : 128);
