@@ -66,8 +66,7 @@
 #define MOE_TMA 1  // 1: weights (gemm1, gemm2) and act (gemm2) through TMA tensor copies
 #endif
 #ifndef MOE_SKIP
-#define MOE_SKIP \
-  1  // 1: a consumer warpgroup whose 64 rows are all past the tile's rows skips its MMAs
+#define MOE_SKIP 1  // 1: a consumer warpgroup with all 64 rows past the tile's rows skips MMAs
 #endif
 #ifndef MOE_SPLIT
 #define MOE_SPLIT 4  // gemm2 (atomic mode): split K in up to this many parts to fill the last wave
