@@ -33,18 +33,24 @@
 // The launch plan picks the mode and each GEMM's tile width BN (256 or 128:
 // `wide`) per shape from the axes; both widths are compiled into one kernel.
 // Producer (warpgroup 0), MOE_TMA = 1 (default): moe_route's first five lanes build
-// five tensor maps in the `maps` workspace with tensormap.replace (as the reference
-// gemm-bf16-tma-ws: w1 with 128- and 64-row boxes, w2 with 256- and 128-row boxes, act
-// with 128-row boxes). gemm1: thread 0 arms the stage's full barrier (expect_tx) and
-// issues two cp.async.bulk.tensor.2d copies of B (the gate box, then the up box) while
-// all 128 threads gather the 128 x rows with 16-byte cp.async (8 per thread and stage,
+// five tensor maps with tensormap.replace (w1 with 128- and 64-row boxes, w2 with 256-
+// and 128-row boxes, act with 128-row boxes): MAPS_SMEM = 1 (default) in shared memory,
+// copied into the `maps` workspace by warps 0-4 with tensormap.cp_fenceproxy after the
+// route's first barrier (as block_scaled_mm_baseline.cu); MAPS_SMEM = 0 in the workspace
+// itself (as the reference gemm-bf16-tma-ws; microseconds per field on global memory,
+// and the route block waited for the 13 serial fields). gemm1: thread 0 arms the stage's full
+// barrier (expect_tx) and issues two cp.async.bulk.tensor.2d copies of B (the gate box, then the up
+// box) while all 128 threads gather the 128 x rows with 16-byte cp.async (8 per thread and stage,
 // instead of 24 with B too; rows past the expert's count zero-filled), handed over
 // with cp.async.mbarrier.arrive.noinc (full count 129). gemm2: one thread, two TMA
 // copies per stage (act rows p0 .. p0 + 127, whose rows past the tile's count are
 // the next expert's or zero-filled and masked by the epilogue; the w2 box).
 // MOE_TMA = 0: the cp.async producer of before for both operands.
 // MOE_SKIP = 1: a consumer warpgroup whose 64 rows all lie past the tile's row count
-// (an expert's last, partial tile) only hands the stages back and has no epilogue.
+// (an expert's last, partial tile) only hands the stages back and has no epilogue; its
+// row check loads the row count with an asm ld.global.nc that the compiler cannot merge
+// with the epilogue's load (merged, the count stayed live across gemm1's K loop and
+// ptxas spilled 20 bytes at the 168-register cap of 384 threads).
 // MOE_SPLIT = S > 1: gemm2 in atomic mode splits K into s <= S parts, s chosen in the
 // kernel from the tile count and the grid (fewest waves x (k-steps + SPLIT_EPI)); the
 // parts add into out with the same vector reductions.
