@@ -50,7 +50,7 @@
 // (an expert's last, partial tile) only hands the stages back and has no epilogue; its
 // row check loads the row count with an asm ld.global.nc that the compiler cannot merge
 // with the epilogue's load (merged, the count stayed live across gemm1's K loop and
-// ptxas spilled 20 bytes at the 168-register cap of 384 threads).
+// ptxas spilled 20 bytes in moe_gemm1).
 // MOE_SPLIT = S > 1: gemm2 in atomic mode splits K into s <= S parts, s chosen in the
 // kernel from the tile count and the grid (fewest waves x (k-steps + SPLIT_EPI)); the
 // parts add into out with the same vector reductions.
