@@ -54,6 +54,9 @@
 // MOE_SPLIT = S > 1: gemm2 in atomic mode splits K into s <= S parts, s chosen in the
 // kernel from the tile count and the grid (fewest waves x (k-steps + SPLIT_EPI)); the
 // parts add into out with the same vector reductions.
+// RED_V4 = 1: gemm2's atomic epilogue swaps half of each 8-column group between lane pairs
+// (two shuffles), so that even lanes hold 4 consecutive columns of row r and odd lanes of
+// row r + 8, and adds them with one red.global.add.v4.f32 instead of two .v2.
 // Consumers (warpgroups 1, 2): 64 rows each,
 // four wgmma m64nBNk16 per stage, one stage of MMAs in flight. The ring is
 // 192 KiB: 4 stages of 48 KiB (BN 256) or 6 of 32 KiB (BN 128).
@@ -76,6 +79,9 @@
 #endif
 #ifndef MOE_SPLIT
 #define MOE_SPLIT 4  // gemm2 (atomic mode): split K in up to this many parts to fill the last wave
+#endif
+#ifndef RED_V4
+#define RED_V4 0  // 1: gemm2's atomic epilogue adds 4 floats per red (lane pairs swap halves)
 #endif
 #ifndef SPLIT_EPI
 #define SPLIT_EPI 4  // the split rule's cost of one tile's epilogue, in k-steps
@@ -736,6 +742,31 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
       consume_tile<BN>(d, base, bars, c, kn, it);
       const int p0 = rv.tile_p0[tm], rows = rv.tile_rows[tm];
       const int r0 = c * 64 + w * 16 + (lane >> 2);
+#if RED_V4
+      if (ys == nullptr) {  // lane pairs swap halves: even lanes row r0, odd lanes row r0 + 8
+        const int odd = lane & 1, r = r0 + 8 * odd;
+        const bool ok = r < rows;
+        const int slot = ok ? rv.sorted[p0 + r] : 0;
+        const float wgt = ok ? topk_weights[slot] : 0.f;
+        float* orow = out + (long long)(slot / top_k) * hidden + tn * BN + 4 * ((lane >> 1) & 1);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          // even lane: own (row r0, cols 2q, 2q+1) + partner's row-r0 pair (cols 2q+2, 2q+3);
+          // odd lane: partner's row-(r0+8) pair (cols 2q-2, 2q-1) + own (row r0+8, 2q, 2q+1)
+          const float s0 = odd ? d[4 * j] : d[4 * j + 2], s1 = odd ? d[4 * j + 1] : d[4 * j + 3];
+          const float v0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+          const float v1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+          const float a0 = odd ? v0 : d[4 * j], a1 = odd ? v1 : d[4 * j + 1];
+          const float a2 = odd ? d[4 * j + 2] : v0, a3 = odd ? d[4 * j + 3] : v1;
+          if (ok)
+            asm volatile(
+                "red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(orow + 8 * j),
+                "f"(wgt * a0), "f"(wgt * a1), "f"(wgt * a2), "f"(wgt * a3)
+                : "memory");
+        }
+        continue;
+      }
+#endif
       const int col0 = tn * BN + 2 * (lane & 3);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

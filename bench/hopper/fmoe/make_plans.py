@@ -16,13 +16,13 @@ W1_RULE = "min(1, tokens * top_k / (4 * experts))"
 W2_RULE = "min(1, min(experts, tokens * top_k) * ceil_div(tokens * top_k, 128 * experts) * (hidden / 256) / 67)"
 
 
-def plan(source, tma, skip, split, maps_smem=1, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
+def plan(source, tma, skip, split, maps_smem=1, red4=0, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
     par = lambda v: {"values": [v], "default": v}
     return {
         "source_file": source,
         "parameters": {"ORDMAX": par(ordmax), "ROUTE_AGG": par(0), "MOE_TMA": par(tma),
                        "MOE_SKIP": par(skip), "MOE_SPLIT": par(split), "SPLIT_EPI": par(epi),
-                       "MAPS_SMEM": par(maps_smem)},
+                       "MAPS_SMEM": par(maps_smem), "RED_V4": par(red4)},
         "workspaces": {
             "route": {"bytes": "4 * (1 + 3 * " + BOUND + " + tokens * top_k)", "zero_init": False},
             "act": {"bytes": "2 * tokens * top_k * inter", "zero_init": False},
@@ -51,11 +51,12 @@ def plan(source, tma, skip, split, maps_smem=1, epi=4, w1=W1_RULE, w2=W2_RULE, o
     }
 
 
-VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT, MAPS_SMEM)
+VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT, MAPS_SMEM[, RED_V4])
     "v_tma": (1, 0, 1, 0),
     "v_tma_skip": (1, 1, 1, 0),
     "v_tma_skip_split": (1, 1, 4, 0),  # measured 2026-12-03 12:44 (then with the 20 B spill)
     "v_tss_smem": (1, 1, 4, 1),  # + the tensor maps built in shared memory
+    "v_tss_smem_red4": (1, 1, 4, 1, 1),  # + gemm2's atomic epilogue with red.v4
     "v_cpasync_skip_split": (0, 1, 4, 0),
 }
 DEFAULT = (1, 1, 4, 1)
