@@ -65,10 +65,14 @@
 // fit in the block's allocation (384 x 168 here); 64/224 asks for 1024 more
 // registers than exist and hangs (seen on the H200).
 // Limits: hidden % 256 == 0, inter % 128 == 0, experts <= 1024.
-// Measured on H200 (driver 580.159.04, 2026-12-02, `kopt eval
-// configs/bench/fused_moe.json --seeds 1 --max-time 0.1`): correct on all 23
-// workloads, 45.7 % of speed of light weighted (naive reference 1.9 %);
-// 28.7 % (s3, 1023 tokens, 8 experts) to 71.9 % (s15). See docs/benchmarks.md.
+// Measured on H200 (driver 580.159.04, 2026-12-03 15:53 UTC, `kopt eval
+// configs/bench/fused_moe.json --seeds 1 --max-time 0.3`, these defaults: MOE_TMA 1,
+// MOE_SKIP 1, MOE_SPLIT 4, SPLIT_EPI 4, MAPS_SMEM 1, RED_V4 0): correct on all 23
+// workloads, 49.5 % of speed of light weighted (0.4947; the previous baseline, cp.async
+// only, 45.8 % in the same run); 29.8 % (s3, 1023 tokens, 8 experts, 164.0 us) to 71.9 %
+// (s15). Same run: MAPS_SMEM 0 48.9 % (s0 75.9 against 72.7 us, s8 43.2 against 40.5 us),
+// RED_V4 1 48.9 % (slower where gemm2 adds the most: s14 7229 against 6896 us).
+// Results: bench/hopper/fmoe/results/2026-12-03-batchA/.
 #include <cuda_bf16.h>
 
 #ifndef MOE_TMA
