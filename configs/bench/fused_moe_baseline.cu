@@ -32,9 +32,32 @@
 //    2026-12-02) to pay where gemm2's K (inter) is short: inter 384.
 // The launch plan picks the mode and each GEMM's tile width BN (256 or 128:
 // `wide`) per shape from the axes; both widths are compiled into one kernel.
-// Producer (warpgroup 0): 16-byte cp.async copies into the 128-byte-swizzled
-// stage layout, hand-over with cp.async.mbarrier.arrive.noinc; rows past the
-// expert's count are zero-filled. Consumers (warpgroups 1, 2): 64 rows each,
+// Producer (warpgroup 0), MOE_TMA = 1 (default): moe_route's first five lanes build
+// five tensor maps with tensormap.replace (w1 with 128- and 64-row boxes, w2 with 256-
+// and 128-row boxes, act with 128-row boxes): MAPS_SMEM = 1 (default) in shared memory,
+// copied into the `maps` workspace by warps 0-4 with tensormap.cp_fenceproxy after the
+// route's first barrier (as block_scaled_mm_baseline.cu); MAPS_SMEM = 0 in the workspace
+// itself (as the reference gemm-bf16-tma-ws; microseconds per field on global memory,
+// and the route block waited for the 13 serial fields). gemm1: thread 0 arms the stage's full
+// barrier (expect_tx) and issues two cp.async.bulk.tensor.2d copies of B (the gate box, then the up
+// box) while all 128 threads gather the 128 x rows with 16-byte cp.async (8 per thread and stage,
+// instead of 24 with B too; rows past the expert's count zero-filled), handed over
+// with cp.async.mbarrier.arrive.noinc (full count 129). gemm2: one thread, two TMA
+// copies per stage (act rows p0 .. p0 + 127, whose rows past the tile's count are
+// the next expert's or zero-filled and masked by the epilogue; the w2 box).
+// MOE_TMA = 0: the cp.async producer of before for both operands.
+// MOE_SKIP = 1: a consumer warpgroup whose 64 rows all lie past the tile's row count
+// (an expert's last, partial tile) only hands the stages back and has no epilogue; its
+// row check loads the row count with an asm ld.global.nc that the compiler cannot merge
+// with the epilogue's load (merged, the count stayed live across gemm1's K loop and
+// ptxas spilled 20 bytes in moe_gemm1).
+// MOE_SPLIT = S > 1: gemm2 in atomic mode splits K into s <= S parts, s chosen in the
+// kernel from the tile count and the grid (fewest waves x (k-steps + SPLIT_EPI)); the
+// parts add into out with the same vector reductions.
+// RED_V4 = 1: gemm2's atomic epilogue swaps half of each 8-column group between lane pairs
+// (two shuffles), so that even lanes hold 4 consecutive columns of row r and odd lanes of
+// row r + 8, and adds them with one red.global.add.v4.f32 instead of two .v2.
+// Consumers (warpgroups 1, 2): 64 rows each,
 // four wgmma m64nBNk16 per stage, one stage of MMAs in flight. The ring is
 // 192 KiB: 4 stages of 48 KiB (BN 256) or 6 of 32 KiB (BN 128).
 // setmaxnreg: producer 64, consumers 216. The pool is per block: an .inc
@@ -42,12 +65,31 @@
 // fit in the block's allocation (384 x 168 here); 64/224 asks for 1024 more
 // registers than exist and hangs (seen on the H200).
 // Limits: hidden % 256 == 0, inter % 128 == 0, experts <= 1024.
-// Measured on H200 (driver 580.159.04, 2026-12-02, `kopt eval
-// configs/bench/fused_moe.json --seeds 1 --max-time 0.1`): correct on all 23
-// workloads, 45.7 % of speed of light weighted (naive reference 1.9 %);
-// 28.7 % (s3, 1023 tokens, 8 experts) to 71.9 % (s15). See docs/benchmarks.md.
+// Measured on H200 (driver 580.159.04, 2026-12-03 15:53 UTC, `kopt eval
+// configs/bench/fused_moe.json --seeds 1 --max-time 0.3`, these defaults: MOE_TMA 1,
+// MOE_SKIP 1, MOE_SPLIT 4, SPLIT_EPI 4, MAPS_SMEM 1, RED_V4 0): correct on all 23
+// workloads, 49.5 % of speed of light weighted (0.4947; the previous baseline, cp.async
+// only, 45.8 % in the same run); 29.8 % (s3, 1023 tokens, 8 experts, 164.0 us) to 71.9 %
+// (s15). Same run: MAPS_SMEM 0 48.9 % (s0 75.9 against 72.7 us, s8 43.2 against 40.5 us),
+// RED_V4 1 48.9 % (slower where gemm2 adds the most: s14 7229 against 6896 us).
+// Results: bench/hopper/fmoe/results/2026-12-03-batchA/.
 #include <cuda_bf16.h>
 
+#ifndef MOE_TMA
+#define MOE_TMA 1  // 1: weights (gemm1, gemm2) and act (gemm2) through TMA tensor copies
+#endif
+#ifndef MOE_SKIP
+#define MOE_SKIP 1  // 1: a consumer warpgroup with all 64 rows past the tile's rows skips MMAs
+#endif
+#ifndef MOE_SPLIT
+#define MOE_SPLIT 4  // gemm2 (atomic mode): split K in up to this many parts to fill the last wave
+#endif
+#ifndef RED_V4
+#define RED_V4 0  // 1: gemm2's atomic epilogue adds 4 floats per red (lane pairs swap halves)
+#endif
+#ifndef SPLIT_EPI
+#define SPLIT_EPI 4  // the split rule's cost of one tile's epilogue, in k-steps
+#endif
 #define BM 128
 #define BK 64
 #define A_BYTES (BM * BK * 2)
@@ -82,6 +124,111 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
 __device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// 2D tile load: the box at (c0 = k, c1 = row) of the tensor map at global address `map`,
+// completing on `bar` (complete_tx); rows past the map's extent are zero-filled.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int c0, int c1,
+                                            unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_acquire(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+}
+// Tensor map of a bf16 row-major [rows, K] matrix, box [box_rows, 64], 128-byte swizzle, built
+// in global memory with tensormap.replace (as the knowledge-base reference gemm-bf16-tma-ws:
+// elemtype bf16 = 10, swizzle 128B = 3, rank written as rank - 1).
+__device__ void make_map(unsigned char* map, const void* gaddr, int K, int rows, int box_rows) {
+  for (int i = 0; i < 128; ++i) map[i] = 0;
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+  const unsigned long long a = (unsigned long long)map;
+  asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" ::"l"(a),
+               "l"(gaddr)
+               : "memory");
+  asm volatile("tensormap.replace.tile.rank.global.b1024.b32 [%0], %1;" ::"l"(a), "r"(1)
+               : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;" ::"l"(a), "r"(64)
+               : "memory");
+  asm volatile("tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;" ::"l"(a),
+               "r"(box_rows)
+               : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;" ::"l"(a), "r"(K)
+               : "memory");
+  asm volatile("tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;" ::"l"(a), "r"(rows)
+               : "memory");
+  asm volatile("tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;" ::"l"(a),
+               "l"((unsigned long long)K * 2)
+               : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, %1;" ::"l"(a),
+               "r"(1)
+               : "memory");
+  asm volatile("tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, %1;" ::"l"(a),
+               "r"(1)
+               : "memory");
+  asm volatile("tensormap.replace.tile.elemtype.global.b1024.b32 [%0], %1;" ::"l"(a), "n"(10)
+               : "memory");
+  asm volatile("tensormap.replace.tile.interleave_layout.global.b1024.b32 [%0], %1;" ::"l"(a),
+               "n"(0)
+               : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.global.b1024.b32 [%0], %1;" ::"l"(a), "n"(3)
+               : "memory");
+  asm volatile("tensormap.replace.tile.fill_mode.global.b1024.b32 [%0], %1;" ::"l"(a), "n"(0)
+               : "memory");
+  asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+}
+// Workspace "maps" (640 bytes, 128 per map): w1 with 128-row boxes (gemm1 at BN 256: 128 gate
+// rows, then 128 up rows), w1 with 64-row boxes (BN 128), w2 with 256- and 128-row boxes, act
+// with 128-row boxes (gemm2's A tile; rows past the expert's count belong to the next expert
+// or, past the slots, are zero-filled, and gemm2's epilogue masks them).
+#define MAP_W1_256 0
+#define MAP_W1_128 128
+#define MAP_W2_256 256
+#define MAP_W2_128 384
+#define MAP_ACT 512
+#ifndef MAPS_SMEM
+#define MAPS_SMEM 1  // 1: moe_route builds the maps in shared memory and copies them out
+#endif
+
+// The same map built in shared memory (tensormap.replace on global memory costs microseconds
+// per field, and the five maps' 13 serial fields held up the whole route block; as
+// configs/bench/block_scaled_mm_baseline.cu), copied out later with tensormap.cp_fenceproxy.
+#define MAP_FIELD32(field, idx_imm, val)                                               \
+  asm volatile("tensormap.replace.tile." field ".shared::cta.b1024.b32 [%0], " idx_imm \
+               "%1;" ::"r"(sm),                                                        \
+               "r"(val)                                                                \
+               : "memory")
+__device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
+                                              int box_rows) {
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(sm),
+               "l"(gaddr)
+               : "memory");
+  MAP_FIELD32("rank", "", 1);
+  MAP_FIELD32("box_dim", "0, ", 64);
+  MAP_FIELD32("box_dim", "1, ", box_rows);
+  MAP_FIELD32("global_dim", "0, ", K);
+  MAP_FIELD32("global_dim", "1, ", rows);
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(sm),
+               "l"((unsigned long long)K * 2)
+               : "memory");
+  MAP_FIELD32("element_stride", "0, ", 1);
+  MAP_FIELD32("element_stride", "1, ", 1);
+  asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+}
+#undef MAP_FIELD32
+
 // K-major, 128-byte swizzle: rows of 128 bytes, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
@@ -195,8 +342,34 @@ __device__ __forceinline__ int warp_agg_inc(int* ctr, int key) {
 #endif
 extern "C" __global__ void __launch_bounds__(1024)
     moe_route(const int* __restrict__ topk_ids, int* __restrict__ route, int tokens, int top_k,
-              int experts) {
+              int experts, const __nv_bfloat16* w1, const __nv_bfloat16* w2,
+              const __nv_bfloat16* act, unsigned char* maps, int hidden, int inter) {
   __shared__ int cnt[1024], off[1024], toff[1024], cur[1024];
+#if MOE_TMA && MAPS_SMEM
+  __shared__ __align__(128) unsigned char smaps[640];
+  if (threadIdx.x < 32) {  // warp 0: one lane per tensor map
+    for (int i = threadIdx.x; i < 640 / 4; i += 32) reinterpret_cast<unsigned*>(smaps)[i] = 0u;
+    __syncwarp();
+    const int i = threadIdx.x;
+    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps) + 128 * i;
+    if (i < 2)
+      make_map_smem(sm, w1, hidden, experts * 2 * inter, i == 0 ? 128 : 64);
+    else if (i < 4)
+      make_map_smem(sm, w2, inter, experts * hidden, i == 2 ? 256 : 128);
+    else if (i == 4)
+      make_map_smem(sm, act, inter, tokens * top_k, BM);
+  }  // copied out by warps 0 .. 4 after the block's first barrier
+#elif MOE_TMA
+  if (threadIdx.x < 5) {  // one lane per tensor map
+    const int i = threadIdx.x;
+    if (i < 2)
+      make_map(maps + 128 * i, w1, hidden, experts * 2 * inter, i == 0 ? 128 : 64);
+    else if (i < 4)
+      make_map(maps + 128 * i, w2, inter, experts * hidden, i == 2 ? 256 : 128);
+    else
+      make_map(maps + MAP_ACT, act, inter, tokens * top_k, BM);
+  }
+#endif
   const int slots = tokens * top_k, tb = tile_bound(slots, experts);
   int* tile_e = route + 1;
   int* tile_p0 = tile_e + tb;
@@ -205,6 +378,16 @@ extern "C" __global__ void __launch_bounds__(1024)
   const int e = threadIdx.x;
   cnt[e] = cur[e] = 0;
   __syncthreads();
+#if MOE_TMA && MAPS_SMEM
+  if (threadIdx.x < 5 * 32) {  // warp m copies map m (the five release fences in parallel)
+    const int m = threadIdx.x >> 5;
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;" ::"l"(maps + 128 * m),
+        "r"((unsigned)__cvta_generic_to_shared(smaps) + 128 * m)
+        : "memory");
+  }
+#endif
   // Warp-uniform loop bounds (the warp primitives need every lane).
   for (int s0 = 0; s0 < slots; s0 += 1024 * ROUTE_UNROLL) {
     int ids[ROUTE_UNROLL];
@@ -267,10 +450,10 @@ extern "C" __global__ void __launch_bounds__(1024)
 }
 
 template <int STAGES>
-__device__ __forceinline__ void init_bars(unsigned bars) {
+__device__ __forceinline__ void init_bars(unsigned bars, unsigned full_count) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 128);           // full: every producer thread's copies
+      mbar_init(bars + 8 * s, full_count);    // full: the producer's arrivals (plus TMA bytes)
       mbar_init(bars + 8 * (STAGES + s), 8);  // empty: one arrival per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -279,7 +462,7 @@ __device__ __forceinline__ void init_bars(unsigned bars) {
 }
 
 // The consumers' K loop over one tile: d = A(128 x K) . B(BN x K)^T for this
-// warpgroup's 64 rows; `it` counts k-steps over all tiles of the block.
+// warpgroup's 64 rows, KT k-steps; `it` counts k-steps over all tiles of the block.
 template <int BN>
 __device__ __forceinline__ void consume_tile(float* d, unsigned base, unsigned bars, int c, int KT,
                                              int& it) {
@@ -308,6 +491,26 @@ __device__ __forceinline__ void consume_tile(float* d, unsigned base, unsigned b
   if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
 }
 
+// MOE_SKIP: a consumer warpgroup whose 64 rows all lie past the tile's rows only hands every
+// stage back (and has no epilogue), so the other warpgroup has the tensor cores to itself.
+template <int BN>
+__device__ __forceinline__ void skip_tile(unsigned bars, int KT, int& it) {
+  constexpr int STAGES = ring_stages(BN);
+  for (int kt = 0; kt < KT; ++kt, ++it) {
+    const int s = it % STAGES;
+    mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+    if ((threadIdx.x & 31) == 0) mbar_arrive(bars + 8 * (STAGES + s));
+  }
+}
+
+// A load the compiler cannot merge with a later plain load of the same address (MOE_SKIP's
+// row check would otherwise keep the tile's row count live across the K loop).
+__device__ __forceinline__ int ld_once(const int* p) {
+  int v;
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 struct route_view {
   const int *tile_e, *tile_p0, *tile_rows, *sorted;
   int tiles;
@@ -325,8 +528,9 @@ template <int BN>
 __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
                                            const __nv_bfloat16* __restrict__ w1,
                                            const route_view& rv, __nv_bfloat16* __restrict__ act,
-                                           float* __restrict__ out, int tokens, int hidden,
-                                           int inter, int top_k) {
+                                           float* __restrict__ out,
+                                           const unsigned char* __restrict__ maps, int tokens,
+                                           int hidden, int inter, int top_k) {
   constexpr int STAGES = ring_stages(BN), SB = stage_bytes(BN), H = BN / 2;  // H act columns
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
@@ -334,12 +538,17 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int tiles_n = inter / H, num_tiles = rv.tiles * tiles_n, KT = hidden / BK;
   if (blockIdx.x >= num_tiles) return;
-  init_bars<STAGES>(bars);
+  // full: 128 cp.async arrivals (+ thread 0's expect_tx arrival for the TMA copies of B)
+  init_bars<STAGES>(bars, 128 + MOE_TMA);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 64;");
     const int r = tid >> 3, cc = tid & 7;
     const unsigned dst = r * 128 + ((cc ^ (r & 7)) << 4);
+#if MOE_TMA
+    const unsigned char* map = maps + (BN == 256 ? MAP_W1_256 : MAP_W1_128);
+    if (tid == 0) tma_acquire(map);
+#endif
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int tm = tile / tiles_n, tn = tile % tiles_n;
@@ -348,25 +557,36 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
 #pragma unroll
       for (int j = 0; j < BM / 16; ++j)
         tok[j] = r + 16 * j < rows ? rv.sorted[p0 + r + 16 * j] / top_k : -1;
+#if !MOE_TMA
       const __nv_bfloat16* pg = w1 + ((long long)e * 2 * inter + tn * H + r) * hidden + cc * 8;
       const __nv_bfloat16* pu = pg + (long long)inter * hidden;
+#endif
       for (int kt = 0; kt < KT; ++kt, ++it) {
         const int s = it % STAGES;
         if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
         const unsigned sa = base + s * SB, sb = sa + A_BYTES;
         const int k0 = kt * BK + cc * 8;
+#if MOE_TMA
+        if (tid == 0) {  // B: H gate rows, then the H matching up rows
+          mbar_expect_tx(bars + 8 * s, BN * BK * 2);
+          tma_load_2d(sb, map, kt * BK, e * 2 * inter + tn * H, bars + 8 * s);
+          tma_load_2d(sb + H * 128, map, kt * BK, e * 2 * inter + inter + tn * H, bars + 8 * s);
+        }
+#endif
 #pragma unroll
         for (int j = 0; j < BM / 16; ++j) {
           const bool ok = tok[j] >= 0;
           cp_async16(sa + dst + j * 2048, ok ? x + (long long)tok[j] * hidden + k0 : x,
                      ok ? 16 : 0);
         }
+#if !MOE_TMA
 #pragma unroll
         for (int j = 0; j < H / 16; ++j)
           cp_async16(sb + dst + j * 2048, pg + (long long)16 * j * hidden + kt * BK, 16);
 #pragma unroll
         for (int j = 0; j < H / 16; ++j)
           cp_async16(sb + dst + (j + H / 16) * 2048, pu + (long long)16 * j * hidden + kt * BK, 16);
+#endif
         cp_async_arrive_noinc(bars + 8 * s);
       }
     }
@@ -383,6 +603,10 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int tm = tile / tiles_n, tn = tile % tiles_n;
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
+        skip_tile<BN>(bars, KT, it);
+        continue;
+      }
       float d[BN / 2];
       consume_tile<BN>(d, base, bars, c, KT, it);
       const int p0 = rv.tile_p0[tm], rows = rv.tile_rows[tm];
@@ -413,14 +637,28 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
 extern "C" __global__ void __launch_bounds__(384, 1)
     moe_gemm1(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w1,
               const int* __restrict__ route, __nv_bfloat16* __restrict__ act,
-              float* __restrict__ out, int tokens, int hidden, int inter, int top_k, int experts,
-              int wide, int zero_out) {
+              float* __restrict__ out, const unsigned char* __restrict__ maps, int tokens,
+              int hidden, int inter, int top_k, int experts, int wide, int zero_out) {
   const route_view rv(route, tokens * top_k, experts);
   float* o = zero_out ? out : nullptr;
   if (wide)
-    gemm1_body<256>(x, w1, rv, act, o, tokens, hidden, inter, top_k);
+    gemm1_body<256>(x, w1, rv, act, o, maps, tokens, hidden, inter, top_k);
   else
-    gemm1_body<128>(x, w1, rv, act, o, tokens, hidden, inter, top_k);
+    gemm1_body<128>(x, w1, rv, act, o, maps, tokens, hidden, inter, top_k);
+}
+
+// gemm2's K split (atomic mode): the split count s <= MOE_SPLIT that minimizes
+// waves(tiles * s) * (KT / s + SPLIT_EPI), keeping at least 4 k-steps per part.
+__device__ __forceinline__ int gemm2_split(int tiles, int KT, int grid) {
+  int best = 1;
+  long long best_cost = (long long)((tiles + grid - 1) / grid) * (KT + SPLIT_EPI) * MOE_SPLIT;
+  for (int s = 2; s <= MOE_SPLIT; ++s) {
+    if (KT / s < 4) break;
+    const long long cost =
+        (long long)((tiles * s + grid - 1) / grid) * (KT * MOE_SPLIT / s + SPLIT_EPI * MOE_SPLIT);
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
 }
 
 template <int BN>
@@ -429,27 +667,54 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
                                            const route_view& rv,
                                            const float* __restrict__ topk_weights,
                                            float* __restrict__ out, __nv_bfloat16* __restrict__ ys,
-                                           int hidden, int inter, int top_k) {
+                                           const unsigned char* __restrict__ maps, int hidden,
+                                           int inter, int top_k) {
   constexpr int STAGES = ring_stages(BN), SB = stage_bytes(BN);
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
   const unsigned bars = base + RING_BYTES;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
-  const int tiles_n = hidden / BN, num_tiles = rv.tiles * tiles_n, KT = inter / BK;
+  const int tiles_n = hidden / BN, KT = inter / BK;
+  const int split =
+      (MOE_SPLIT > 1 && ys == nullptr) ? gemm2_split(rv.tiles * tiles_n, KT, gridDim.x) : 1;
+  const int num_tiles = rv.tiles * tiles_n * split;
   if (blockIdx.x >= num_tiles) return;
-  init_bars<STAGES>(bars);
+  init_bars<STAGES>(bars, MOE_TMA ? 1 : 128);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 64;");
+#if MOE_TMA
+    if (tid == 0) {  // one thread issues every copy
+      const unsigned char* mapb = maps + (BN == 256 ? MAP_W2_256 : MAP_W2_128);
+      const unsigned char* mapa = maps + MAP_ACT;
+      tma_acquire(mapa);
+      tma_acquire(mapb);
+      int it = 0;
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        const int q = tile / split, ks = tile % split, tm = q / tiles_n, tn = q % tiles_n;
+        const int e = rv.tile_e[tm], p0 = rv.tile_p0[tm];
+        const int k1 = (ks + 1) * KT / split;
+        for (int kt = ks * KT / split; kt < k1; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+          const unsigned sa = base + s * SB, sb = sa + A_BYTES;
+          mbar_expect_tx(bars + 8 * s, SB);  // whole boxes, zero-filled rows included
+          tma_load_2d(sa, mapa, kt * BK, p0, bars + 8 * s);
+          tma_load_2d(sb, mapb, kt * BK, e * hidden + tn * BN, bars + 8 * s);
+        }
+      }
+    }
+#else
     const int r = tid >> 3, cc = tid & 7;
     const unsigned dst = r * 128 + ((cc ^ (r & 7)) << 4);
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      const int tm = tile / tiles_n, tn = tile % tiles_n;
+      const int q = tile / split, ks = tile % split, tm = q / tiles_n, tn = q % tiles_n;
       const int e = rv.tile_e[tm], p0 = rv.tile_p0[tm], rows = rv.tile_rows[tm];
       const __nv_bfloat16* pa = act + (long long)(p0 + r) * inter + cc * 8;
       const __nv_bfloat16* pb = w2 + ((long long)e * hidden + tn * BN + r) * inter + cc * 8;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
+      const int k1 = (ks + 1) * KT / split;
+      for (int kt = ks * KT / split; kt < k1; ++kt, ++it) {
         const int s = it % STAGES;
         if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
         const unsigned sa = base + s * SB, sb = sa + A_BYTES;
@@ -465,16 +730,47 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
         cp_async_arrive_noinc(bars + 8 * s);
       }
     }
+#endif
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 216;");
     const int c = wg - 1, w = tid >> 5, lane = tid & 31;
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      const int tm = tile / tiles_n, tn = tile % tiles_n;
+      const int q = tile / split, ks = tile % split, tm = q / tiles_n, tn = q % tiles_n;
+      const int kn = (ks + 1) * KT / split - ks * KT / split;
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
+        skip_tile<BN>(bars, kn, it);
+        continue;
+      }
       float d[BN / 2];
-      consume_tile<BN>(d, base, bars, c, KT, it);
+      consume_tile<BN>(d, base, bars, c, kn, it);
       const int p0 = rv.tile_p0[tm], rows = rv.tile_rows[tm];
       const int r0 = c * 64 + w * 16 + (lane >> 2);
+#if RED_V4
+      if (ys == nullptr) {  // lane pairs swap halves: even lanes row r0, odd lanes row r0 + 8
+        const int odd = lane & 1, r = r0 + 8 * odd;
+        const bool ok = r < rows;
+        const int slot = ok ? rv.sorted[p0 + r] : 0;
+        const float wgt = ok ? topk_weights[slot] : 0.f;
+        float* orow = out + (long long)(slot / top_k) * hidden + tn * BN + 4 * ((lane >> 1) & 1);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          // even lane: own (row r0, cols 2q, 2q+1) + partner's row-r0 pair (cols 2q+2, 2q+3);
+          // odd lane: partner's row-(r0+8) pair (cols 2q-2, 2q-1) + own (row r0+8, 2q, 2q+1)
+          const float s0 = odd ? d[4 * j] : d[4 * j + 2], s1 = odd ? d[4 * j + 1] : d[4 * j + 3];
+          const float v0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+          const float v1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+          const float a0 = odd ? v0 : d[4 * j], a1 = odd ? v1 : d[4 * j + 1];
+          const float a2 = odd ? d[4 * j + 2] : v0, a3 = odd ? d[4 * j + 3] : v1;
+          if (ok)
+            asm volatile(
+                "red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(orow + 8 * j),
+                "f"(wgt * a0), "f"(wgt * a1), "f"(wgt * a2), "f"(wgt * a3)
+                : "memory");
+        }
+        continue;
+      }
+#endif
       const int col0 = tn * BN + 2 * (lane & 3);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -508,14 +804,15 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
 extern "C" __global__ void __launch_bounds__(384, 1)
     moe_gemm2(const __nv_bfloat16* __restrict__ act, const __nv_bfloat16* __restrict__ w2,
               const int* __restrict__ route, const float* __restrict__ topk_weights,
-              float* __restrict__ out, __nv_bfloat16* __restrict__ ys, int tokens, int hidden,
-              int inter, int top_k, int experts, int wide, int ordered) {
+              float* __restrict__ out, __nv_bfloat16* __restrict__ ys,
+              const unsigned char* __restrict__ maps, int tokens, int hidden, int inter, int top_k,
+              int experts, int wide, int ordered) {
   const route_view rv(route, tokens * top_k, experts);
   __nv_bfloat16* y = ordered ? ys : nullptr;
   if (wide)
-    gemm2_body<256>(act, w2, rv, topk_weights, out, y, hidden, inter, top_k);
+    gemm2_body<256>(act, w2, rv, topk_weights, out, y, maps, hidden, inter, top_k);
   else
-    gemm2_body<128>(act, w2, rv, topk_weights, out, y, hidden, inter, top_k);
+    gemm2_body<128>(act, w2, rv, topk_weights, out, y, maps, hidden, inter, top_k);
 }
 
 // Ordered mode: out[t, h] = sum over s of ys[t * top_k + s, h], slots in order;

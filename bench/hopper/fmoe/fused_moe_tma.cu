@@ -33,21 +33,30 @@
 // The launch plan picks the mode and each GEMM's tile width BN (256 or 128:
 // `wide`) per shape from the axes; both widths are compiled into one kernel.
 // Producer (warpgroup 0), MOE_TMA = 1 (default): moe_route's first five lanes build
-// five tensor maps in the `maps` workspace with tensormap.replace (as the reference
-// gemm-bf16-tma-ws: w1 with 128- and 64-row boxes, w2 with 256- and 128-row boxes, act
-// with 128-row boxes). gemm1: thread 0 arms the stage's full barrier (expect_tx) and
-// issues two cp.async.bulk.tensor.2d copies of B (the gate box, then the up box) while
-// all 128 threads gather the 128 x rows with 16-byte cp.async (8 per thread and stage,
+// five tensor maps with tensormap.replace (w1 with 128- and 64-row boxes, w2 with 256-
+// and 128-row boxes, act with 128-row boxes): MAPS_SMEM = 1 (default) in shared memory,
+// copied into the `maps` workspace by warps 0-4 with tensormap.cp_fenceproxy after the
+// route's first barrier (as block_scaled_mm_baseline.cu); MAPS_SMEM = 0 in the workspace
+// itself (as the reference gemm-bf16-tma-ws; microseconds per field on global memory,
+// and the route block waited for the 13 serial fields). gemm1: thread 0 arms the stage's full
+// barrier (expect_tx) and issues two cp.async.bulk.tensor.2d copies of B (the gate box, then the up
+// box) while all 128 threads gather the 128 x rows with 16-byte cp.async (8 per thread and stage,
 // instead of 24 with B too; rows past the expert's count zero-filled), handed over
 // with cp.async.mbarrier.arrive.noinc (full count 129). gemm2: one thread, two TMA
 // copies per stage (act rows p0 .. p0 + 127, whose rows past the tile's count are
 // the next expert's or zero-filled and masked by the epilogue; the w2 box).
 // MOE_TMA = 0: the cp.async producer of before for both operands.
 // MOE_SKIP = 1: a consumer warpgroup whose 64 rows all lie past the tile's row count
-// (an expert's last, partial tile) only hands the stages back and has no epilogue.
+// (an expert's last, partial tile) only hands the stages back and has no epilogue; its
+// row check loads the row count with an asm ld.global.nc that the compiler cannot merge
+// with the epilogue's load (merged, the count stayed live across gemm1's K loop and
+// ptxas spilled 20 bytes in moe_gemm1).
 // MOE_SPLIT = S > 1: gemm2 in atomic mode splits K into s <= S parts, s chosen in the
 // kernel from the tile count and the grid (fewest waves x (k-steps + SPLIT_EPI)); the
 // parts add into out with the same vector reductions.
+// RED_V4 = 1: gemm2's atomic epilogue swaps half of each 8-column group between lane pairs
+// (two shuffles), so that even lanes hold 4 consecutive columns of row r and odd lanes of
+// row r + 8, and adds them with one red.global.add.v4.f32 instead of two .v2.
 // Consumers (warpgroups 1, 2): 64 rows each,
 // four wgmma m64nBNk16 per stage, one stage of MMAs in flight. The ring is
 // 192 KiB: 4 stages of 48 KiB (BN 256) or 6 of 32 KiB (BN 128).
@@ -56,20 +65,27 @@
 // fit in the block's allocation (384 x 168 here); 64/224 asks for 1024 more
 // registers than exist and hangs (seen on the H200).
 // Limits: hidden % 256 == 0, inter % 128 == 0, experts <= 1024.
-// Measured on H200 (driver 580.159.04, 2026-12-02, `kopt eval
-// configs/bench/fused_moe.json --seeds 1 --max-time 0.1`): correct on all 23
-// workloads, 45.7 % of speed of light weighted (naive reference 1.9 %);
-// 28.7 % (s3, 1023 tokens, 8 experts) to 71.9 % (s15). See docs/benchmarks.md.
+// Measured on H200 (driver 580.159.04, 2026-12-03 15:53 UTC, `kopt eval
+// configs/bench/fused_moe.json --seeds 1 --max-time 0.3`, these defaults: MOE_TMA 1,
+// MOE_SKIP 1, MOE_SPLIT 4, SPLIT_EPI 4, MAPS_SMEM 1, RED_V4 0): correct on all 23
+// workloads, 49.5 % of speed of light weighted (0.4947; the previous baseline, cp.async
+// only, 45.8 % in the same run); 29.8 % (s3, 1023 tokens, 8 experts, 164.0 us) to 71.9 %
+// (s15). Same run: MAPS_SMEM 0 48.9 % (s0 75.9 against 72.7 us, s8 43.2 against 40.5 us),
+// RED_V4 1 48.9 % (slower where gemm2 adds the most: s14 7229 against 6896 us).
+// Results: bench/hopper/fmoe/results/2026-12-03-batchA/.
 #include <cuda_bf16.h>
 
 #ifndef MOE_TMA
 #define MOE_TMA 1  // 1: weights (gemm1, gemm2) and act (gemm2) through TMA tensor copies
 #endif
 #ifndef MOE_SKIP
-#define MOE_SKIP 1  // 1: a consumer warpgroup whose 64 rows are all past the tile's rows skips its MMAs
+#define MOE_SKIP 1  // 1: a consumer warpgroup with all 64 rows past the tile's rows skips MMAs
 #endif
 #ifndef MOE_SPLIT
 #define MOE_SPLIT 4  // gemm2 (atomic mode): split K in up to this many parts to fill the last wave
+#endif
+#ifndef RED_V4
+#define RED_V4 0  // 1: gemm2's atomic epilogue adds 4 floats per red (lane pairs swap halves)
 #endif
 #ifndef SPLIT_EPI
 #define SPLIT_EPI 4  // the split rule's cost of one tile's epilogue, in k-steps
@@ -175,6 +191,43 @@ __device__ void make_map(unsigned char* map, const void* gaddr, int K, int rows,
 #define MAP_W2_256 256
 #define MAP_W2_128 384
 #define MAP_ACT 512
+#ifndef MAPS_SMEM
+#define MAPS_SMEM 1  // 1: moe_route builds the maps in shared memory and copies them out
+#endif
+
+// The same map built in shared memory (tensormap.replace on global memory costs microseconds
+// per field, and the five maps' 13 serial fields held up the whole route block; as
+// configs/bench/block_scaled_mm_baseline.cu), copied out later with tensormap.cp_fenceproxy.
+#define MAP_FIELD32(field, idx_imm, val)                                               \
+  asm volatile("tensormap.replace.tile." field ".shared::cta.b1024.b32 [%0], " idx_imm \
+               "%1;" ::"r"(sm),                                                        \
+               "r"(val)                                                                \
+               : "memory")
+__device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
+                                              int box_rows) {
+  asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(sm),
+               "l"(gaddr)
+               : "memory");
+  MAP_FIELD32("rank", "", 1);
+  MAP_FIELD32("box_dim", "0, ", 64);
+  MAP_FIELD32("box_dim", "1, ", box_rows);
+  MAP_FIELD32("global_dim", "0, ", K);
+  MAP_FIELD32("global_dim", "1, ", rows);
+  asm volatile("tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %1;" ::"r"(sm),
+               "l"((unsigned long long)K * 2)
+               : "memory");
+  MAP_FIELD32("element_stride", "0, ", 1);
+  MAP_FIELD32("element_stride", "1, ", 1);
+  asm volatile("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 10;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;" ::"r"(sm)
+               : "memory");
+  asm volatile("tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;" ::"r"(sm)
+               : "memory");
+}
+#undef MAP_FIELD32
 
 // K-major, 128-byte swizzle: rows of 128 bytes, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
@@ -292,7 +345,21 @@ extern "C" __global__ void __launch_bounds__(1024)
               int experts, const __nv_bfloat16* w1, const __nv_bfloat16* w2,
               const __nv_bfloat16* act, unsigned char* maps, int hidden, int inter) {
   __shared__ int cnt[1024], off[1024], toff[1024], cur[1024];
-#if MOE_TMA
+#if MOE_TMA && MAPS_SMEM
+  __shared__ __align__(128) unsigned char smaps[640];
+  if (threadIdx.x < 32) {  // warp 0: one lane per tensor map
+    for (int i = threadIdx.x; i < 640 / 4; i += 32) reinterpret_cast<unsigned*>(smaps)[i] = 0u;
+    __syncwarp();
+    const int i = threadIdx.x;
+    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps) + 128 * i;
+    if (i < 2)
+      make_map_smem(sm, w1, hidden, experts * 2 * inter, i == 0 ? 128 : 64);
+    else if (i < 4)
+      make_map_smem(sm, w2, inter, experts * hidden, i == 2 ? 256 : 128);
+    else if (i == 4)
+      make_map_smem(sm, act, inter, tokens * top_k, BM);
+  }  // copied out by warps 0 .. 4 after the block's first barrier
+#elif MOE_TMA
   if (threadIdx.x < 5) {  // one lane per tensor map
     const int i = threadIdx.x;
     if (i < 2)
@@ -311,6 +378,16 @@ extern "C" __global__ void __launch_bounds__(1024)
   const int e = threadIdx.x;
   cnt[e] = cur[e] = 0;
   __syncthreads();
+#if MOE_TMA && MAPS_SMEM
+  if (threadIdx.x < 5 * 32) {  // warp m copies map m (the five release fences in parallel)
+    const int m = threadIdx.x >> 5;
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;" ::"l"(maps + 128 * m),
+        "r"((unsigned)__cvta_generic_to_shared(smaps) + 128 * m)
+        : "memory");
+  }
+#endif
   // Warp-uniform loop bounds (the warp primitives need every lane).
   for (int s0 = 0; s0 < slots; s0 += 1024 * ROUTE_UNROLL) {
     int ids[ROUTE_UNROLL];
@@ -426,6 +503,14 @@ __device__ __forceinline__ void skip_tile(unsigned bars, int KT, int& it) {
   }
 }
 
+// A load the compiler cannot merge with a later plain load of the same address (MOE_SKIP's
+// row check would otherwise keep the tile's row count live across the K loop).
+__device__ __forceinline__ int ld_once(const int* p) {
+  int v;
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 struct route_view {
   const int *tile_e, *tile_p0, *tile_rows, *sorted;
   int tiles;
@@ -518,7 +603,7 @@ __device__ __forceinline__ void gemm1_body(const __nv_bfloat16* __restrict__ x,
     int it = 0;
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int tm = tile / tiles_n, tn = tile % tiles_n;
-      if (MOE_SKIP && c * 64 >= rv.tile_rows[tm]) {
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
         skip_tile<BN>(bars, KT, it);
         continue;
       }
@@ -590,7 +675,8 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
   const unsigned bars = base + RING_BYTES;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const int tiles_n = hidden / BN, KT = inter / BK;
-  const int split = (MOE_SPLIT > 1 && ys == nullptr) ? gemm2_split(rv.tiles * tiles_n, KT, gridDim.x) : 1;
+  const int split =
+      (MOE_SPLIT > 1 && ys == nullptr) ? gemm2_split(rv.tiles * tiles_n, KT, gridDim.x) : 1;
   const int num_tiles = rv.tiles * tiles_n * split;
   if (blockIdx.x >= num_tiles) return;
   init_bars<STAGES>(bars, MOE_TMA ? 1 : 128);
@@ -652,7 +738,7 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
       const int q = tile / split, ks = tile % split, tm = q / tiles_n, tn = q % tiles_n;
       const int kn = (ks + 1) * KT / split - ks * KT / split;
-      if (MOE_SKIP && c * 64 >= rv.tile_rows[tm]) {
+      if (MOE_SKIP && c * 64 >= ld_once(rv.tile_rows + tm)) {
         skip_tile<BN>(bars, kn, it);
         continue;
       }
@@ -660,6 +746,31 @@ __device__ __forceinline__ void gemm2_body(const __nv_bfloat16* __restrict__ act
       consume_tile<BN>(d, base, bars, c, kn, it);
       const int p0 = rv.tile_p0[tm], rows = rv.tile_rows[tm];
       const int r0 = c * 64 + w * 16 + (lane >> 2);
+#if RED_V4
+      if (ys == nullptr) {  // lane pairs swap halves: even lanes row r0, odd lanes row r0 + 8
+        const int odd = lane & 1, r = r0 + 8 * odd;
+        const bool ok = r < rows;
+        const int slot = ok ? rv.sorted[p0 + r] : 0;
+        const float wgt = ok ? topk_weights[slot] : 0.f;
+        float* orow = out + (long long)(slot / top_k) * hidden + tn * BN + 4 * ((lane >> 1) & 1);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          // even lane: own (row r0, cols 2q, 2q+1) + partner's row-r0 pair (cols 2q+2, 2q+3);
+          // odd lane: partner's row-(r0+8) pair (cols 2q-2, 2q-1) + own (row r0+8, 2q, 2q+1)
+          const float s0 = odd ? d[4 * j] : d[4 * j + 2], s1 = odd ? d[4 * j + 1] : d[4 * j + 3];
+          const float v0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+          const float v1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+          const float a0 = odd ? v0 : d[4 * j], a1 = odd ? v1 : d[4 * j + 1];
+          const float a2 = odd ? d[4 * j + 2] : v0, a3 = odd ? d[4 * j + 3] : v1;
+          if (ok)
+            asm volatile(
+                "red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(orow + 8 * j),
+                "f"(wgt * a0), "f"(wgt * a1), "f"(wgt * a2), "f"(wgt * a3)
+                : "memory");
+        }
+        continue;
+      }
+#endif
       const int col0 = tn * BN + 2 * (lane & 3);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Launch plans of configs/bench/fused_moe_baseline.cu with the TMA / skip / split-K
-parameters (issue 23, helper fmoe): candidate JSONs for kopt eval --candidate, and, with
---config, the plan that configs/bench/fused_moe.json carries as its baseline.
+"""Launch plans of the fused_moe kernel with the TMA / skip / split-K / shared-memory-map
+parameters (issue 23, helper fmoe): candidate JSONs for kopt eval --candidate (source
+fused_moe_tma.cu here), and, with --config, the plan that configs/bench/fused_moe.json carries
+as its baseline (source configs/bench/fused_moe_baseline.cu: copy fused_moe_tma.cu there).
     python3 bench/hopper/fmoe/make_plans.py [--config]"""
 import json, os, sys
 
@@ -15,12 +16,13 @@ W1_RULE = "min(1, tokens * top_k / (4 * experts))"
 W2_RULE = "min(1, min(experts, tokens * top_k) * ceil_div(tokens * top_k, 128 * experts) * (hidden / 256) / 67)"
 
 
-def plan(source, tma, skip, split, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
+def plan(source, tma, skip, split, maps_smem=1, red4=0, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
     par = lambda v: {"values": [v], "default": v}
     return {
         "source_file": source,
         "parameters": {"ORDMAX": par(ordmax), "ROUTE_AGG": par(0), "MOE_TMA": par(tma),
-                       "MOE_SKIP": par(skip), "MOE_SPLIT": par(split), "SPLIT_EPI": par(epi)},
+                       "MOE_SKIP": par(skip), "MOE_SPLIT": par(split), "SPLIT_EPI": par(epi),
+                       "MAPS_SMEM": par(maps_smem), "RED_V4": par(red4)},
         "workspaces": {
             "route": {"bytes": "4 * (1 + 3 * " + BOUND + " + tokens * top_k)", "zero_init": False},
             "act": {"bytes": "2 * tokens * top_k * inter", "zero_init": False},
@@ -49,13 +51,15 @@ def plan(source, tma, skip, split, epi=4, w1=W1_RULE, w2=W2_RULE, ordmax=512):
     }
 
 
-VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT)
-    "v_tma": (1, 0, 1),
-    "v_tma_skip": (1, 1, 1),
-    "v_tma_skip_split": (1, 1, 4),
-    "v_cpasync_skip_split": (0, 1, 4),
+VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT, MAPS_SMEM[, RED_V4])
+    "v_tma": (1, 0, 1, 0),
+    "v_tma_skip": (1, 1, 1, 0),
+    "v_tma_skip_split": (1, 1, 4, 0),  # measured 2026-12-03 12:44 (then with the 20 B spill)
+    "v_tss_smem": (1, 1, 4, 1),  # + the tensor maps built in shared memory
+    "v_tss_smem_red4": (1, 1, 4, 1, 1),  # + gemm2's atomic epilogue with red.v4
+    "v_cpasync_skip_split": (0, 1, 4, 0),
 }
-DEFAULT = (1, 1, 4)
+DEFAULT = (1, 1, 4, 1)
 
 if __name__ == "__main__":
     src = "fused_moe_tma.cu"
@@ -65,7 +69,7 @@ if __name__ == "__main__":
     if "--config" in sys.argv:
         cfg_path = os.path.join(HERE, "..", "..", "..", "configs", "bench", "fused_moe.json")
         text = open(cfg_path).read()
-        base = json.dumps(plan("../../bench/hopper/fmoe/fused_moe_tma.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
+        base = json.dumps(plan("fused_moe_baseline.cu", *DEFAULT), indent=2).replace("\n", "\n  ")
         text = text[: text.rindex(',\n  "baseline": ')] + "\n}\n"
         end = text.rstrip().rindex("}")
         text = text[:end].rstrip() + ',\n  "baseline": ' + base + "\n}\n"
