@@ -815,6 +815,11 @@ __device__ __forceinline__ void attn_wgmma_d128(
 // path with every lo product kept (ablation)
 #define UA_LO_SKIP 0
 #endif
+#ifndef UA_S_RS
+// 1: S = Q K^T with Q from registers (RS wgmma, 32 registers of Q fragments loaded once by
+// ldmatrix) instead of from shared memory (SS): half the shared-memory reads of S
+#define UA_S_RS 0
+#endif
 #ifndef UA_LO_VB
 // UA_LO_SKIP's assumed bound on |v| in the error estimate (an integer)
 #define UA_LO_VB 4
@@ -1097,10 +1102,20 @@ __device__ __forceinline__ void attn_ws_d128(
     }
   };
 
+#if UA_S_RS
+  // Q's A fragments (the mma layout: ldmatrix of the warp's 16 rows from the swizzled panels)
+  unsigned qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int row = 16 * wl + (lane & 15), ch = kk * 2 + (lane >> 4);
+    ldsm_x4(sQw + (ch >> 3) * PANEL + row * 128 + (((ch & 7) ^ (row & 7)) << 4), qf[kk]);
+  }
+#else
   unsigned long long dq[D / 16];  // Q's descriptors per k16 step (loop-invariant)
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     dq[kk] = desc_sw128(sQw, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
+#endif
   // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
   for (int t = 0; t < ntiles; ++t) {
     const bool do_pv = t > 0;
@@ -1118,7 +1133,11 @@ __device__ __forceinline__ void attn_ws_d128(
 #pragma unroll
     for (int kj = 0; kj < BN / 16; ++kj)
       dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
+#if UA_S_RS
+    fence_uregs<D / 4>(&qf[0][0]);
+#else
     fence_desc<D / 16>(dq);
+#endif
     fence_desc<D / 16>(dk);
     fence_desc<BN / 16>(dv);
     fence_regs<D / 2>(o);
@@ -1127,7 +1146,12 @@ __device__ __forceinline__ void attn_ws_d128(
     fence_uregs<BN / 4>(&pl[0][0]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk)
+#if UA_S_RS
+      wgmma_m64n64k16_rs(sacc, qf[kk], dk[kk], kk > 0);
+#else
+      wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+#endif
     wgmma_commit();
     if (do_pv) {
       wgmma_fence();

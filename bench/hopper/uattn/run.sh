@@ -6,9 +6,11 @@
 #   a2: UA_LO_SKIP=2 (fp16 path, lo always kept: the conversion's cost) on s20, s21
 #   a1s: UA_LO_SKIP=1 on short-row / other d = 128 workloads
 #   a1r: UA_LO_SKIP=1 on the other 8 d = 128 workloads (a1 + a1s + a1r: all 17 d = 128 ones)
+#   r1: UA_LO_SKIP=1 + UA_S_RS=1 (S = Q K^T with Q from registers) on s20, s21
+#   r0: UA_S_RS=1 alone on s20, s21
 #   a3: UA_LO_SKIP=1 with UA_LO_VB=2 (a less conservative bound: a probe) on s20, s21
 #   a1x: UA_LO_SKIP=1 on the 8 d != 128 workloads (unchanged kernels; skipped if no time)
-# Budgeted: hard stop 145 s.
+# In this order; budgeted (a step that would not fit is skipped and logged): hard stop 145 s.
 R=$PWD; W=$R/.gpuwork/uattn; S=$R/.gpuwork/suite; T0=$(date +%s)
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
 export LD_LIBRARY_PATH=$S/bundle/lib KOPT_WORKER=$S/bundle/bin/kopt-worker KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_REQUIRE_GPU=1
@@ -34,6 +36,8 @@ ev a1 cand_lo_skip1 35 $H
 ev b0 - 22 $H
 ev a1s cand_lo_skip1 22 $SH
 ev a1r cand_lo_skip1 30 $RE
+ev r1 cand_lo_skip1_rs1 22 $H
+ev r0 cand_rs1 20 $H
 ev a2 cand_lo_skip2 20 $H
 ev a3 cand_lo_skip1_vb2 20 $H
 ev a1x cand_lo_skip1 40 $RX
