@@ -14,18 +14,20 @@
 R=$PWD; W=$R/.gpuwork/uattn; S=$R/.gpuwork/suite; T0=$(date +%s)
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
 export LD_LIBRARY_PATH=$S/bundle/lib KOPT_WORKER=$S/bundle/bin/kopt-worker KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_REQUIRE_GPU=1
-K=$S/bundle/bin/kopt; P="--peaks $W/configs/hardware/gpus.json --seeds 1 --no-store --json --max-time 0.2"
+K=$S/bundle/bin/kopt; P="--peaks $W/configs/hardware/gpus.json --seeds 1 --no-store --json --max-time 0.2 --launch-timeout-ms 5000"
 CFG=$W/configs/bench/unified_attention.json
 el() { echo "$1 t=$(( $(date +%s) - T0 ))s" | tee -a $OUT/log.txt; }
 left() { echo $(( 145 - ($(date +%s) - T0) )); }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $OUT/gpu.txt 2>&1
-ev() {  # name candidate-json|- timeout workloads
+ev() {  # name candidate-json|- timeout workloads; keeps what it writes small
   local L=$(left); local T=$3; [ $T -gt $(( L - 3 )) ] && T=$(( L - 3 ))
   if [ $T -lt 8 ]; then el "$1 SKIPPED (left $L s)"; return; fi
   local C="--candidate $W/$2.json" K2=candidate; [ "$2" = "-" ] && C="" && K2=baseline
-  timeout $T $K eval $CFG $C $P --workloads $4 > $OUT/$1.json 2> $OUT/$1.err
-  el "$1 rc=$? (limit $T s)"
-  timeout 5 python3 $R/bench/hopper/summarize_eval.py $OUT/$1.json $K2 > $OUT/$1.txt 2>&1
+  timeout $T $K eval $CFG $C $P --workloads $4 2>&1 > $OUT/$1.json | head -c 20000 > $OUT/$1.err
+  el "$1 rc=${PIPESTATUS[0]} (limit $T s) json $(stat -c %s $OUT/$1.json) bytes"
+  timeout 5 python3 $R/bench/hopper/summarize_eval.py $OUT/$1.json $K2 2>&1 | head -c 6000 > $OUT/$1.txt
+  gzip -9 -f $OUT/$1.json
+  [ $(stat -c %s $OUT/$1.json.gz) -gt 1500000 ] && { head -c 1500000 $OUT/$1.json.gz > $OUT/$1.json.gz.head; rm -f $OUT/$1.json.gz; }
 }
 H=s20_n1_l6294_hq32_hkv4_d128,s21_n1_l2018_hq32_hkv8_d128
 SH=s3_n1_l16_hq16_hkv1_d128,s23_n1_l145_hq40_hkv8_d128,s7_n1_l1144_hq16_hkv2_d128,s0_n130_l256_hq10_hkv1_d128,s9_n324_l256_hq16_hkv4_d128,s16_n18_l256_hq28_hkv4_d128,s19_n2056_l256_hq28_hkv4_d128
@@ -42,5 +44,5 @@ ev a2 cand_lo_skip2 20 $H
 ev a3 cand_lo_skip1_vb2 20 $H
 ev a1x cand_lo_skip1 40 $RX
 el "done"
-cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; cut -c1-200 $f; done
-cd $OUT && tar czf uattn.tgz *
+cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 1500 $f; done
+cd $OUT && tar czf uattn.tgz --exclude=uattn.tgz * && find . -maxdepth 1 -type f ! -name uattn.tgz -delete
