@@ -12,14 +12,15 @@
 // the kernel's indexing and control flow against that model, not the model
 // against the hardware.
 #pragma once
+#include <atomic>
 #include <barrier>
-#include <condition_variable>
-#include <map>
-#include <mutex>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,15 @@ inline void block_sync() {
 }
 inline void wg_sync() {
   g_wg_bar[tid_() / 128]->arrive_and_wait();
+}
+inline bool __all_sync(unsigned, bool v) {
+  const int t = tid_();
+  g_slot[t].u[0] = v;
+  warp_sync();
+  bool r = true;
+  for (int i = 0; i < 32; ++i) r &= g_slot[(t & ~31) + i].u[0] != 0;
+  warp_sync();
+  return r;
 }
 inline bool __any_sync(unsigned, bool v) {
   const int t = tid_();
@@ -246,7 +256,6 @@ inline void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigne
   for (int e = 0; e < 4; ++e) c[e] = d[e];
 }
 
-
 // ------------------------------------------- mbarriers and named barriers (warp-specialized path)
 // One lock and condition variable for all of them; the state is reset per block (launch).
 inline std::mutex g_sync_mu;
@@ -260,10 +269,17 @@ struct named_bar {
   unsigned gen = 0;
 };
 inline named_bar g_named[16];
+struct named_red {
+  int arrived = 0;
+  unsigned gen = 0;
+  bool acc = true, result = true;
+};
+inline named_red g_red[16];
 inline void sync_reset() {
   std::lock_guard<std::mutex> lk(g_sync_mu);
   g_mbar.clear();
   for (auto& b : g_named) b = named_bar{};
+  for (auto& b : g_red) b = named_red{};
 }
 inline void mbar_init(unsigned bar, unsigned count) {
   std::lock_guard<std::mutex> lk(g_sync_mu);
@@ -325,6 +341,43 @@ inline void bar_sync_n(int id, int n) {
   }
   g_sync_cv.wait(lk, [&] { return b.gen != gen; });
 }
+// bar.red.and.pred: every thread of the n gets the AND of their values (g_red).
+inline std::atomic<long> g_lo_stats[2];  // UA_LO_SKIP decisions of thread 0 of a warpgroup
+inline bool bar_red_and(int id, int n, bool v) {
+  std::unique_lock<std::mutex> lk(g_sync_mu);
+  auto& b = g_red[id];
+  const unsigned gen = b.gen;
+  b.acc = b.acc && v;
+  if (++b.arrived == n) {
+    b.result = b.acc;
+    b.acc = true;
+    b.arrived = 0;
+    ++b.gen;
+    g_sync_cv.notify_all();
+    return b.result;
+  }
+  g_sync_cv.wait(lk, [&] { return b.gen != gen; });
+  return b.result;
+}
+// fp16 pairs (round to nearest even, subnormals kept: the GPU's cvt.rn.f16x2.f32)
+inline unsigned pack_h2(float lo, float hi) {
+  const _Float16 a = static_cast<_Float16>(lo), b = static_cast<_Float16>(hi);
+  uint16_t ua, ub;
+  std::memcpy(&ua, &a, 2);
+  std::memcpy(&ub, &b, 2);
+  return static_cast<unsigned>(ua) | (static_cast<unsigned>(ub) << 16);
+}
+inline float h2f(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+inline float h2_lo(unsigned u) {
+  return h2f(static_cast<uint16_t>(u & 0xffff));
+}
+inline float h2_hi(unsigned u) {
+  return h2f(static_cast<uint16_t>(u >> 16));
+}
 template <int N>
 inline void setmaxnreg_dec() {}
 template <int N>
@@ -363,7 +416,7 @@ inline unsigned desc_addr(unsigned long long desc, int k, int n, bool trans) {
 // and D in the mma C layout per n8 tile (d[4j + e]).
 template <int N>
 inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d,
-                     bool trans) {
+                     bool trans, bool f16 = false) {
   const int t = tid_(), t0 = t & ~127;  // the warpgroup's first thread
   for (int i = 0; i < 4; ++i) g_slot[t].u[i] = a[i];
   g_slot[t].addr = db;
@@ -372,7 +425,7 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
   auto A = [&](int r, int k) {
     const int w = r / 16, rr = r % 16, g = rr % 8, tt = (k % 8) / 2, reg = (rr / 8) + 2 * (k / 8);
     const unsigned u = g_slot[t0 + 32 * w + 4 * g + tt].u[reg];
-    return (k % 2) ? hi_bf(u) : lo_bf(u);
+    return f16 ? ((k % 2) ? h2_hi(u) : h2_lo(u)) : ((k % 2) ? hi_bf(u) : lo_bf(u));
   };
   const int w = (t - t0) / 32, l = t % 32;
   std::vector<float> out(N / 2);
@@ -383,7 +436,7 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
       for (int k = 0; k < 16; ++k) {
         uint16_t b;
         std::memcpy(&b, smem + desc_addr(desc, k, n, trans), 2);
-        s += A(r, k) * bf2f(b);
+        s += A(r, k) * (f16 ? h2f(b) : bf2f(b));
       }
       out[4 * j + e] = s;
     }
@@ -429,6 +482,9 @@ inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long l
 inline void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db,
                                   int scale_d) {
   wgmma_rs<128>(d, a, db, scale_d, true);
+}
+inline void wgmma_m64n128k16_rs_t_h(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<128>(d, a, db, 1, true, true);
 }
 
 // Runs kernel(args...) over the grid, one block at a time.

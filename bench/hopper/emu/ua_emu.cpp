@@ -12,6 +12,7 @@
 //
 // Exit status 0 when every case passes.
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -73,7 +74,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   const bool wg = UA_WGMMA && d == 128;
   const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
   const dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
-                  static_cast<unsigned>(n)};
+                   static_cast<unsigned>(n)};
   if (UA_WGMMA == 3 && d == 128)  // the warp-specialized kernel (the plan's fa2 launch returns)
     launch(grid, 384, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
@@ -116,7 +117,11 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
     }
   std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
                      std::to_string(hkv) +
-                     (wg ? (UA_WGMMA == 3 ? " wgmma ws" : UA_WGMMA == 2 ? " wgmma x2" : " wgmma") : " mma.sync") + " lens";
+                     (wg ? (UA_WGMMA == 3   ? " wgmma ws"
+                            : UA_WGMMA == 2 ? " wgmma x2"
+                                            : " wgmma")
+                         : " mma.sync") +
+                     " lens";
   for (int l : lens) name += " " + std::to_string(l);
   return report(name, v);
 }
@@ -184,6 +189,16 @@ bool run_cases(int level) {
 
 #ifndef UA_EMU_NO_MAIN
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--len") {  // --len L [hq hkv]: one d = 128 sequence
+    const int len = std::atoi(argv[2]), hq = argc > 3 ? std::atoi(argv[3]) : 1,
+              hkv = argc > 4 ? std::atoi(argv[4]) : 1;
+    const bool ok = run_unified({len}, hq, hkv, 128, 21);
+#if UA_LO_SKIP
+    std::printf("lo products skipped: %ld of %ld (warpgroup, tile) pairs\n", g_lo_stats[1].load(),
+                g_lo_stats[0].load() + g_lo_stats[1].load());
+#endif
+    return ok ? 0 : 1;
+  }
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   return run_cases(quick ? 1 : 2) ? 0 : 1;
 }
