@@ -1,0 +1,31 @@
+#!/bin/bash
+# Runs GPU packs one after another in ONE device call, from the repository root
+# on the device machine: bench/suite/run_packs.sh NAME:SECONDS ...
+#
+# A pack is .gpuwork/NAME/run.sh (carried with the shared kopt bundle in
+# .gpuwork/suite/bundle); it writes its results under $OUT. What this wrapper
+# guarantees, each learnt from a device call that returned nothing:
+# - a hard limit per pack that kills its whole process group (a plain `timeout
+#   bash run.sh` leaves an orphaned kopt or harness running, and the device call
+#   then waits for it until the call's own limit);
+# - stdin from /dev/null, stdout to a file: a pipe into `tail` loses all output
+#   when the call is killed at its limit;
+# - ONE archive back ($OUT/packs.tgz) plus a short log: the device returns at
+#   most 8 files of at most 16 MiB, so per-pack files would be dropped;
+# - only files under 3 MB go into the archive, and a listing of what was left out.
+set -u
+REAL=${OUT:?set OUT to the output folder of the device call}; T0=$(date +%s); ST=/tmp/run_packs
+rm -rf $ST; mkdir -p $ST
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $ST/gpu.txt 2>&1
+for spec in "$@"; do
+  n=${spec%%:*}; lim=${spec##*:}
+  [ -f .gpuwork/$n/run.sh ] || { echo "== $n: no .gpuwork/$n/run.sh (not carried?)"; continue; }
+  export OUT=$ST/$n; mkdir -p $OUT
+  setsid timeout -k 3 "$lim" bash .gpuwork/$n/run.sh > $ST/$n.stdout 2>&1 < /dev/null; rc=$?
+  pkill -9 -f 'bundle/bin/kopt' 2>/dev/null; sleep 1
+  echo "== $n rc=$rc at $(( $(date +%s) - T0 )) s (limit $lim s), stdout $(stat -c %s $ST/$n.stdout) B"
+  head -c 4000 $ST/$n.stdout | cut -c1-200
+done
+date -u >> $ST/gpu.txt
+(cd $ST && find . -type f -size +3M > left_out.txt; find . -type f ! -name '*.tgz' -size -3M | tar czf $REAL/packs.tgz -T -)
+echo "archive: $(stat -c %s $REAL/packs.tgz) B; left out: $(wc -l < $ST/left_out.txt) file(s)"
