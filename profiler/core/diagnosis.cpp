@@ -90,19 +90,25 @@ diagnosis diagnose(const diagnosis_input& in) {
   if (occ) d.derived["achieved_occupancy_pct"] = *occ;
   if (in.sol_fraction >= 0) d.derived["sol_fraction"] = in.sol_fraction;
 
-  // Launch configuration: waves and theoretical occupancy.
+  // Launch configuration: waves and theoretical occupancy of the plan's main
+  // launch, the one with the most blocks. Plans add one-block helper launches
+  // (offset scans, setup, a path that returns at once); judging the grid by
+  // one of those, or pairing the main launch's block count with a helper's
+  // waves when the main launch's occupancy is unknown, called a 1600-block
+  // attention grid "0 % of one wave". Unknown occupancy gives no grid finding.
   std::int64_t total_blocks = 0;
   double waves = -1;
   int theo_pct = -1;
-  for (const auto& l : in.launches) {
-    total_blocks = std::max(total_blocks, l.blocks);
+  const diagnosis_input::launch* main_launch = nullptr;
+  for (const auto& l : in.launches)
+    if (main_launch == nullptr || l.blocks > main_launch->blocks) main_launch = &l;
+  if (main_launch != nullptr) {
+    const auto& l = *main_launch;
+    total_blocks = l.blocks;
     if (l.blocks_per_sm > 0 && in.sm_count > 0) {
-      const double w = static_cast<double>(l.blocks) / (static_cast<double>(l.blocks_per_sm) * in.sm_count);
-      waves = std::max(waves, w);
-      theo_pct = std::max(theo_pct,
-                          static_cast<int>(std::lround(
-                              100.0 * static_cast<double>(l.blocks_per_sm * l.threads_per_block) /
-                              std::max(in.max_threads_per_sm, 1))));
+      waves = static_cast<double>(l.blocks) / (static_cast<double>(l.blocks_per_sm) * in.sm_count);
+      theo_pct = static_cast<int>(std::lround(100.0 * static_cast<double>(l.blocks_per_sm * l.threads_per_block) /
+                                              std::max(in.max_threads_per_sm, 1)));
     }
   }
   if (waves >= 0) d.derived["waves"] = waves;

@@ -423,6 +423,15 @@ void evaluator::impl::evaluate_workload(const config::operator_config& op,
       for (const auto& l : p.plan.launches) {
         json lj = to_json(l);
         int blocks_per_sm = 0;
+        // The occupancy of a kernel with more than 48 KiB of dynamic shared
+        // memory is 0 until it has opted in (the launch does that later, and
+        // reports a failure to opt in): without this every such kernel (the
+        // wgmma attention and GEMM plans) had unknown occupancy and no waves.
+        if (l.shared_bytes > 48 * 1024 &&
+            cudaFuncSetAttribute(reinterpret_cast<const void*>(s.kernels.at(l.kernel)),
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(l.shared_bytes)) != cudaSuccess)
+          cudaGetLastError();
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                 &blocks_per_sm, reinterpret_cast<const void*>(s.kernels.at(l.kernel)),
                 static_cast<int>(l.block[0] * l.block[1] * l.block[2]),

@@ -160,6 +160,32 @@ TEST(Diagnosis, TailEffectFromWaveQuantization) {
   EXPECT_TRUE(has(d, "tail-effect")) << d.to_text();
 }
 
+// A plan of one-block helper launches around a big main launch (the paged
+// attention plan: an offset scan, a path that returns at once, 1600 blocks of
+// the real kernel) is judged by the main launch. Its waves come from its own
+// occupancy; when that is unknown, no grid finding is drawn from a helper.
+TEST(Diagnosis, GridFindingsComeFromTheMainLaunch) {
+  auto in = h200();
+  in.median_ns = 900e3;
+  in.roofline_bytes = 1e8;
+  auto helper = grid(1, 1024, 2);
+  auto main = grid(1600, 384, 1);
+  in.launches = {helper, main, grid(1, 128, 8)};
+  auto d = diagnose(in);
+  EXPECT_FALSE(has(d, "under-filled-grid")) << d.to_text();
+  EXPECT_FALSE(has(d, "tail-effect")) << d.to_text();  // 12.1 waves
+  EXPECT_NEAR(d.derived.value("waves", -1.0), 1600.0 / 132.0, 1e-9);
+  main.blocks_per_sm = 0;  // the occupancy query failed
+  in.launches = {helper, main};
+  d = diagnose(in);
+  EXPECT_FALSE(has(d, "under-filled-grid")) << d.to_text();
+  EXPECT_FALSE(d.derived.contains("waves")) << d.derived.dump();
+  // A plan whose main launch really is small is still under-filled.
+  in.launches = {grid(1, 32, 32), grid(40, 256, 4)};
+  d = diagnose(in);
+  EXPECT_TRUE(has(d, "under-filled-grid")) << d.to_text();
+}
+
 TEST(Diagnosis, EmptyInputGivesUnknownNotACrash) {
   const auto d = diagnose(diagnosis_input{});
   EXPECT_EQ(d.primary, "unknown");
