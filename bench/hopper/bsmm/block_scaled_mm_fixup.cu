@@ -68,6 +68,11 @@
 #ifndef STAGGER
 #define STAGGER 0
 #endif
+// FIXUP: how the K splits of a tile are added (see the epilogue). 1 = the last split to
+// arrive adds them all; 2 = every split adds its share after waiting for the others.
+#ifndef FIXUP
+#define FIXUP 1
+#endif
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
@@ -240,7 +245,11 @@ extern "C" __global__ void __launch_bounds__(256)
         "r"(sm + 128)
         : "memory");
   }
+  // The three jobs (conversion, scale tables, L2 prefetch) start on different threads
+  // (rot: thread index shifted by the work of the jobs before), so that on small problems
+  // their DRAM round trips overlap instead of queueing in the same threads.
   const long long chunks = (long long)p.rows_s * (K / 64);
+  auto rot = [&](long long before) { return (tid + nthreads - before % nthreads) % nthreads; };
   for (long long c = tid; c < chunks; c += nthreads) {
     const uint4* in = reinterpret_cast<const uint4*>(src + c * 64);
     unsigned w[16];
@@ -266,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(256)
   if (p.swap) {  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
     float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
     const long long stride = ratio_stride(p), total = stride * p.groups;
-    for (long long i = tid; i < total; i += nthreads) {
+    for (long long i = rot(chunks); i < total; i += nthreads) {
       const int g = (int)(i / stride);
       const long long s = i % stride;
       float v = 1.0f;
@@ -279,7 +288,8 @@ extern "C" __global__ void __launch_bounds__(256)
   {  // R rows of the first 4 k-steps (2 lines) of each block's first unit
     const int first = min(p.tiles * p.splits, ctas);
     const unsigned char* r = reinterpret_cast<const unsigned char*>(p.swap ? B : A);
-    for (long long i = tid; i < (long long)first * BM * 2; i += nthreads) {
+    const long long before = chunks + (p.swap ? ratio_stride(p) * p.groups : 0);
+    for (long long i = rot(before); i < (long long)first * BM * 2; i += nthreads) {
       const int u = (int)(i / (2 * BM)), row = (int)(i % (2 * BM)) >> 1, line = (int)(i & 1);
       int tr, ts;
       tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
@@ -379,8 +389,8 @@ __device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned
 
 extern "C" __global__ void __launch_bounds__(384, 1)
     bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
-                 float* __restrict__ out, const unsigned char* __restrict__ ws,
-                 const unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
+                 float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
+                 int K, int ctas) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
   const unsigned bars = base + STAGES * STAGE_STRIDE;  // full[STAGES], then empty[STAGES]
@@ -573,12 +583,18 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       __syncwarp();  // the warp's reads of the last stage are done
       if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       if (p.splits > 1) {
-        // Split-K without atomics: every split stores its scaled tile (in register order,
-        // coalesced float4s) to the workspace, and the last split of the tile to arrive
-        // (a counter per tile, reset by that split) adds the others' tiles and stores out.
+        // Split-K without atomics. Every split stores its scaled partial tile (register
+        // order, coalesced float4s, to L2) and arrives on the tile's counter
+        // (atom.acq_rel.gpu after a CTA barrier: the release covers every consumer
+        // thread's stores). FIXUP = 1: the last split to arrive adds all partial tiles
+        // (its own included: d is dead after the stores, so the loads have registers)
+        // and writes out. FIXUP = 2: every split waits for all of the tile's splits
+        // (ld.acquire.gpu spin; all blocks are resident: grid = CTAS <= SMs, one block
+        // per SM) and adds and writes its own 1 / splits of the tile's columns.
+        // The counters only grow (+splits per tile per launch, from zero_init), so no
+        // reset is needed: this launch's round ends at the next multiple of splits.
         const int ctid = threadIdx.x - 128, tile = u % p.tiles;
-        float4* part =
-            reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
+        float4* part = reinterpret_cast<float4*>(ws + part_offset(p, K));
         float4* mine = part + (long long)u * 8192 + ctid;
 #pragma unroll
         for (int j = 0; j < 32; ++j)
@@ -586,34 +602,68 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         __threadfence();
         asm volatile("bar.sync 1, 256;" ::: "memory");
         if (ctid == 0) {
-          int* flags = reinterpret_cast<int*>(const_cast<unsigned char*>(maps) + 256);
-          const int old = atomicAdd(flags + tile, 1);
-          const int last = old == p.splits - 1;
-          if (last) flags[tile] = 0;  // ready for the next launch
-          asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(last) : "memory");
+          unsigned* cnt = reinterpret_cast<unsigned*>(maps + 256) + tile;
+          unsigned old;
+          asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                       : "=r"(old)
+                       : "l"(cnt)
+                       : "memory");
+          const unsigned sp = (unsigned)p.splits, round_end = old - old % sp + sp;
+#if FIXUP == 2
+          for (;;) {
+            unsigned now;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(cnt) : "memory");
+            if ((int)(now - round_end) >= 0) break;
+            __nanosleep(64);
+          }
+          const int go = 1;
+#else
+          const int go = old + 1 == round_end;
+#endif
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(go) : "memory");
         }
         asm volatile("bar.sync 1, 256;" ::: "memory");
-        int is_last;
-        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(is_last) : "r"(bars + 512) : "memory");
-        if (!is_last) continue;
+        int go;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(go) : "r"(bars + 512) : "memory");
+        if (!go) continue;
         __threadfence();
-        const int me = u / p.tiles;  // recomputed: registers are tight
-        for (int q = 0; q < p.splits; ++q) {
-          if (q == me) continue;
-          const float4* o = part + (long long)(q * p.tiles + tile) * 8192 + ctid;
-#pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            float4 v;  // volatile: at most a few loads in flight (registers are tight here)
-            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "l"(o + 256 * j));
-            d[4 * j] += v.x;
-            d[4 * j + 1] += v.y;
-            d[4 * j + 2] += v.z;
-            d[4 * j + 3] += v.w;
-            if ((j & 7) == 7) fence_regs<32>(d + 4 * (j - 7));
+#if FIXUP == 2
+        const int me = u / p.tiles, jlo = me * 32 / p.splits, jhi = (me + 1) * 32 / p.splits;
+#else
+        const int jlo = 0, jhi = 32;
+#endif
+        const float4* src = part + (long long)tile * 8192 + ctid;
+        const long long qstride = (long long)p.tiles * 8192;
+#pragma unroll 2
+        for (int j = jlo; j < jhi; ++j) {
+          float4 a = __ldcg(src + 256 * j);
+#pragma unroll 4
+          for (int q = 1; q < p.splits; ++q) {
+            const float4 v = __ldcg(src + q * qstride + 256 * j);
+            a.x += v.x;
+            a.y += v.y;
+            a.z += v.z;
+            a.w += v.w;
+          }
+          // a = D rows (rloc, rloc + 8) x S columns (col, col + 1) as in d[4j .. 4j + 3].
+          const int col = s0 + 8 * j;
+          if (!p.swap) {
+            if (col < N) {
+              float* o0 = out + r0 * N + col;
+              if (r0 < M) *reinterpret_cast<float2*>(o0) = make_float2(a.x, a.y);
+              if (r0 + 8 < M) *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(a.z, a.w);
+            }
+          } else if (col < M) {
+            float* o = out + (long long)col * N + r0;
+            o[0] = a.x;
+            o[8] = a.z;
+            if (col + 1 < M) {
+              o[N] = a.y;
+              o[N + 8] = a.w;
+            }
           }
         }
+        continue;
       }
       if (!p.swap) {
         const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
