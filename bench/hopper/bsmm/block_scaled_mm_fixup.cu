@@ -209,45 +209,48 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int
   ts = (t % group) / gm;
 }
 
-// Launch 1. The k permutation inside each 64-wide block: the consumer thread
+// Warp-wide: the R map (fp8, box 64 x BM, no swizzle) and the S map (f16, box 64 x BN,
+// 128-byte swizzle) built in shared memory at sm (256 bytes, 128-aligned) and copied to
+// global memory at gmap, gmap + 128.
+__device__ __forceinline__ void build_maps(const plan_t& p, const void* r, const void* ws, int K,
+                                           unsigned sm, unsigned char* gmap) {
+  const int lane = threadIdx.x & 31;
+  for (int i = lane; i < 64; i += 32)
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(sm + 4 * i), "r"(0) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    make_map_smem(sm, r, K, p.rows_r, BM, 1, 0, 0);
+    make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap),
+      "r"(sm)
+      : "memory");
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap + 128),
+      "r"(sm + 128)
+      : "memory");
+}
+
+// The k permutation inside each 64-wide block: the consumer thread
 // with t = lane % 4 loads bytes 16t .. 16t + 15 of a row (one 16-byte load)
 // and uses the pair of bytes 16t + 4kk + 2h + (0, 1) as the f16 fragment
 // elements k = 16kk + 8h + 2t + (0, 1) of k16 step kk. S is written in that
 // logical order: f16 pair 8kk + 4h + t of a block = source byte pair
 // 8t + 2kk + h, so the dot products see matching k on both sides.
-extern "C" __global__ void __launch_bounds__(256)
-    bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
-              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
-              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
-  const plan_t p = make_plan(M, N, K, ctas);
+// Converts S and (swapped) writes the scale tables, threads tid of nthreads. The two jobs
+// start on different threads (rot: the index shifted by the work before), so that on
+// small problems their DRAM round trips overlap instead of queueing in the same threads.
+// Returns the number of work items handed out (for a following job's rot).
+__device__ __forceinline__ long long prep_work(const plan_t& p, const __nv_fp8_e4m3* A,
+                                               const float* a_scales, const __nv_fp8_e4m3* B,
+                                               unsigned char* ws, int M, int K, long long tid,
+                                               long long nthreads) {
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
-                  nthreads = (long long)gridDim.x * blockDim.x;
-  if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
-    __shared__ __align__(128) unsigned char smaps[256];
-    for (int i = threadIdx.x; i < 256; i += 32) smaps[i] = 0;
-    __syncwarp();
-    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps);
-    if (threadIdx.x == 0) {
-      make_map_smem(sm, p.swap ? (const void*)B : (const void*)A, K, p.rows_r, BM, 1, 0, 0);
-      make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
-    }
-    __syncwarp();
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps),
-        "r"(sm)
-        : "memory");
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps + 128),
-        "r"(sm + 128)
-        : "memory");
-  }
-  // The three jobs (conversion, scale tables, L2 prefetch) start on different threads
-  // (rot: thread index shifted by the work of the jobs before), so that on small problems
-  // their DRAM round trips overlap instead of queueing in the same threads.
   const long long chunks = (long long)p.rows_s * (K / 64);
   auto rot = [&](long long before) { return (tid + nthreads - before % nthreads) % nthreads; };
   for (long long c = tid; c < chunks; c += nthreads) {
@@ -272,24 +275,42 @@ extern "C" __global__ void __launch_bounds__(256)
       op[2 * kk + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
     }
   }
-  if (p.swap) {  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
-    float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
-    const long long stride = ratio_stride(p), total = stride * p.groups;
-    for (long long i = rot(chunks); i < total; i += nthreads) {
-      const int g = (int)(i / stride);
-      const long long s = i % stride;
-      float v = 1.0f;
-      if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
-      ratio[i] = v;
-      ratio[total + i] = s < M ? a_scales[s * p.groups + g] : 0.f;  // transposed a_scales
-    }
+  if (!p.swap) return chunks;
+  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
+  float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
+  const long long stride = ratio_stride(p), total = stride * p.groups;
+  for (long long i = rot(chunks); i < total; i += nthreads) {
+    const int g = (int)(i / stride);
+    const long long s = i % stride;
+    float v = 1.0f;
+    if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
+    ratio[i] = v;
+    ratio[total + i] = s < M ? a_scales[s * p.groups + g] : 0.f;  // transposed a_scales
   }
+  return chunks + total;
+}
+
+// Launch 1 of the two-launch plan: the maps (warp 0 of block 0), S in f16, the scale
+// tables and (PF_L2) the L2 prefetch.
+extern "C" __global__ void __launch_bounds__(256)
+    bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
+              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
+              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
+  const plan_t p = make_plan(M, N, K, ctas);
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
+                  nthreads = (long long)gridDim.x * blockDim.x;
+  if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
+    __shared__ __align__(128) unsigned char smaps[256];
+    build_maps(p, p.swap ? (const void*)B : (const void*)A, ws, K,
+               (unsigned)__cvta_generic_to_shared(smaps), maps);
+  }
+  const long long before = prep_work(p, A, a_scales, B, ws, M, K, tid, nthreads);
 #if PF_L2
   {  // R rows of the first 4 k-steps (2 lines) of each block's first unit
     const int first = min(p.tiles * p.splits, ctas);
     const unsigned char* r = reinterpret_cast<const unsigned char*>(p.swap ? B : A);
-    const long long before = chunks + (p.swap ? ratio_stride(p) * p.groups : 0);
-    for (long long i = rot(before); i < (long long)first * BM * 2; i += nthreads) {
+    for (long long i = (tid + nthreads - before % nthreads) % nthreads;
+         i < (long long)first * BM * 2; i += nthreads) {
       const int u = (int)(i / (2 * BM)), row = (int)(i % (2 * BM)) >> 1, line = (int)(i & 1);
       int tr, ts;
       tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
@@ -298,6 +319,8 @@ extern "C" __global__ void __launch_bounds__(256)
       if (rr < p.rows_r && kb < K) asm volatile("prefetch.global.L2 [%0];" ::"l"(r + rr * K + kb));
     }
   }
+#else
+  (void)before;
 #endif
 }
 
@@ -387,16 +410,25 @@ __device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned
   wgmma_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-    bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
-                 float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
-                 int K, int ctas) {
+// The persistent GEMM. FUSED (launch plan of one kernel, bsmm_fused): the block first does
+// the prepass's work itself (phase 0, below) and meets the other blocks at a grid barrier;
+// A and B are then only read in phase 0 and by TMA.
+template <bool FUSED>
+__device__ __forceinline__ void gemm_body(const __nv_fp8_e4m3* A, const float* a_scales,
+                                          const __nv_fp8_e4m3* B, const float* b_scales, float* out,
+                                          unsigned char* ws, unsigned char* maps, int M, int N,
+                                          int K, int ctas) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-  const unsigned bars = base + STAGES * STAGE_STRIDE;  // full[STAGES], then empty[STAGES]
+  // full[STAGES], then empty[STAGES]; + 128: the block's two tensor maps (FUSED);
+  // + 512: the split-K flag.
+  const unsigned bars = base + STAGES * STAGE_STRIDE;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const plan_t p = make_plan(M, N, K, ctas);
   const int units = p.tiles * p.splits;
+  // Tensor maps: one pair per block (FUSED) or the prepass's pair; then the counters.
+  unsigned char* const mymaps = FUSED ? maps + 256 * blockIdx.x : maps;
+  unsigned* const counters = reinterpret_cast<unsigned*>(maps + (FUSED ? 256 * ctas + 4 : 256));
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -407,11 +439,72 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
 
+  // Phase 0 (FUSED). Warp 0 builds the block's maps, and thread 0 issues the R halves of
+  // the first unit's first STAGES stages (R does not depend on phase 0) and prefetches
+  // the unit's further R k-steps into L2. The other 352 threads convert S and write the
+  // scale tables (grid-stride over all blocks). Then a grid barrier (all blocks are
+  // resident: grid = CTAS <= SMs, one block per SM): arrive with release after the
+  // block's stores, acquire-spin until the round's count, proxy fences so that TMA (the
+  // async proxy) sees the generic-proxy stores of S and the tables.
+  int npre = 0;  // R halves already issued (thread 0)
+  if (FUSED) {
+    if (threadIdx.x < 32) {
+      build_maps(p, p.swap ? (const void*)B : (const void*)A, ws, K, bars + 128, mymaps);
+      if (threadIdx.x == 0 && (int)blockIdx.x < units) {
+        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps)
+                     : "memory");
+        const int u = blockIdx.x;
+        int tr, ts;
+        tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+        const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
+        const int steps = 2 * (g1 - g0);
+        npre = min(STAGES, steps);
+        for (int i = 0; i < npre; ++i) {
+          const int ks = 2 * g0 + i;
+          const bool extra = p.swap && (((ks & 1) == 0 && ks > 2 * g0) || ks == 2 * g1 - 1);
+          mbar_expect_tx(bars + 8 * i, STAGE_BYTES + (extra ? 4 * BN : 0));
+          tma_load_2d(base + i * STAGE_STRIDE + S_BYTES, mymaps, ks * BK, tr * BM, bars + 8 * i);
+        }
+        for (int i = npre; i < min(steps, 16); ++i)  // <= 128 KB a block (17 MB of L2 in all)
+          asm volatile(
+              "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(mymaps),
+              "r"((2 * g0 + i) * BK), "r"(tr * BM)
+              : "memory");
+      }
+    } else {
+      const long long nth = (long long)gridDim.x * 352,
+                      t0 = (long long)blockIdx.x * 352 + threadIdx.x - 32;
+      prep_work(p, A, a_scales, B, ws, M, K, t0, nth);
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 32) {
+      unsigned* gbar = reinterpret_cast<unsigned*>(maps + 256 * ctas);
+      unsigned old;
+      asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                   : "=r"(old)
+                   : "l"(gbar)
+                   : "memory");
+      const unsigned nb = gridDim.x, round_end = old - old % nb + nb;
+      for (;;) {
+        unsigned now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(gbar) : "memory");
+        if ((int)(now - round_end) >= 0) break;
+        __nanosleep(32);
+      }
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    __syncthreads();
+  }
+
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (tid == 0) {
-      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps) : "memory");
-      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps + 128)
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps)
+                   : "memory");
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps + 128)
                    : "memory");
       int it = 0;
       for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -420,22 +513,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
         for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
           const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
           const unsigned ss = base + s * STAGE_STRIDE;
           // Swapped: the ratio row of group ks / 2 (BN floats) rides with its first k-step.
           // The transposed a_scales row of the unit's last group rides with its
           // last k-step (odd, so never the same slot as a ratio row).
           const bool rat = p.swap && !(ks & 1) && ks > 2 * g0;
           const bool lsc = p.swap && ks == 2 * g1 - 1;
-          mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
+          if (it >= npre) {  // else phase 0 armed the stage and issued its R half
+            if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+            mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
+            tma_load_2d(ss + S_BYTES, mymaps, ks * BK, tr * BM, bars + 8 * s);
+          }
           if (rat || lsc)
             bulk_load(ss + STAGE_BYTES,
                       ws + 2LL * p.rows_s * K +
                           4 * ((lsc ? (long long)p.groups * p.tiles_s * BN : 0) +
                                (long long)(ks / 2) * p.tiles_s * BN + ts * BN),
                       4 * BN, bars + 8 * s);
-          tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
-          tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+          tma_load_2d(ss, mymaps + 128, ks * BK, ts * BN, bars + 8 * s);
         }
       }
     }
@@ -602,7 +697,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         __threadfence();
         asm volatile("bar.sync 1, 256;" ::: "memory");
         if (ctid == 0) {
-          unsigned* cnt = reinterpret_cast<unsigned*>(maps + 256) + tile;
+          unsigned* cnt = counters + tile;
           unsigned old;
           asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
                        : "=r"(old)
@@ -693,4 +788,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
     }
   }
+}
+
+// Launch 2 of the two-launch plan (after bsmm_prep).
+extern "C" __global__ void __launch_bounds__(384, 1)
+    bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
+                 float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
+                 int K, int ctas) {
+  gemm_body<false>(nullptr, a_scales, nullptr, b_scales, out, ws, maps, M, N, K, ctas);
+}
+
+// The one-launch plan: grid CTAS (<= SMs), maps workspace 260 * CTAS + 4 bytes.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    bsmm_fused(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
+               const __nv_fp8_e4m3* __restrict__ B, const float* __restrict__ b_scales,
+               float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N, int K,
+               int ctas) {
+  gemm_body<true>(A, a_scales, B, b_scales, out, ws, maps, M, N, K, ctas);
 }
