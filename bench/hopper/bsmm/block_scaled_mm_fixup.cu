@@ -37,17 +37,23 @@
 // group (and the last group's a_scales row) comes into the stage's shared
 // memory by a 1 KB bulk copy on the same mbarrier as the operands, so the
 // rescale reads shared memory instead of waiting on global loads.
-// NOT GPU-VERIFIED (2026-12-03: no device was lent for the second run). To
-// evaluate: copy this file to configs/bench/block_scaled_mm_baseline.cu and
-// block_scaled_mm_fixup.json to configs/bench/block_scaled_mm.json (its
-// workspaces and launch arguments differ from the old baseline), or run
-// bench/hopper/bsmm/run2.sh from a pack.
 // Small problems (fewer tiles than half the SMs) split K across blocks. The
 // splits do not add into out with atomics (that epilogue took 8.5-10.3 us of
 // 32-44 us on m = 349, 1024, 237; H200, 2026-12-03): each stores its scaled
-// partial tile to a workspace (coalesced float4s in register order), counts
-// itself on a per-tile counter, and the last split of the tile to arrive adds
-// the others' partial tiles and writes out once (no zeroing of out).
+// partial tile to a workspace (coalesced float4s in register order) and
+// arrives on a per-tile counter (atom.acq_rel.gpu by one thread after a barrier
+// of the 256 consumer threads, whose stores that release covers); FIXUP 1: the
+// last split to arrive adds the tile's partial tiles and writes out once;
+// FIXUP 2: every split waits (acquire spin) and adds and writes 1 / splits of
+// the tile's columns. No zeroing of out. The counters only grow, +splits per
+// tile and launch, so nothing resets them (kopt zeroes the workspace anyway).
+// One-launch plan (bsmm_fused): the GEMM blocks do the prepass's work first
+// (per-block tensor maps; the first stages' R is issued and the first unit's
+// R prefetched into L2 meanwhile), then meet at a grid barrier (release /
+// acquire, proxy fences for TMA; grid = CTAS <= SMs, one block per SM, so all
+// are resident). That removes the second launch's gap (2.3 us of 41 us on
+// m = 237, 2026-12-03) and the prepass's tail.
+// NOT GPU-VERIFIED YET (2026-12-03 15:30 UTC): pack bsmm A of that day.
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
