@@ -53,7 +53,11 @@
 // acquire, proxy fences for TMA; grid = CTAS <= SMs, one block per SM, so all
 // are resident). That removes the second launch's gap (2.3 us of 41 us on
 // m = 237, 2026-12-03) and the prepass's tail.
-// NOT GPU-VERIFIED YET (2026-12-03 15:30 UTC): pack bsmm A of that day.
+// NOT GPU-VERIFIED. WARNING: FIXUP 2 and bsmm_fused spin-wait on other blocks and
+// hang if not all CTAS blocks are resident at once (another process on the GPU, fewer
+// SMs). The device call of 2026-12-03 ~15:45 UTC that ran them (with the harness
+// variants) hung until its limit and returned nothing; the cause was not isolated.
+// block_scaled_mm_ws.cu is this file without them (FIXUP 1, two launches).
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
