@@ -40,13 +40,13 @@
 // Small problems (fewer tiles than half the SMs) split K across blocks. The
 // splits do not add into out with atomics (that epilogue took 8.5-10.3 us of
 // 32-44 us on m = 349, 1024, 237; H200, 2026-12-03): each stores its scaled
-// partial tile to a workspace (coalesced float4s in register order) and
-// arrives on a per-tile counter (atom.acq_rel.gpu by one thread after a barrier
-// of the 256 consumer threads, whose stores that release covers); the last
-// split to arrive adds the tile's partial tiles and writes out once. No block
-// ever waits for another (no co-residency assumption), no zeroing of out. The
-// counters only grow, +splits per tile and launch, so nothing resets them.
-// NOT GPU-VERIFIED YET (2026-12-03 15:30 UTC): pack bsmm A of that day.
+// running sum through a workspace, as a chain in quarter tiles: split sp waits for split
+// sp - 1's quarter, adds it, stores the new running sum (flag per unit and quarter = the
+// launch's epoch, release / acquire), the last split writes out; no zeroing of out. A block
+// takes its unit by atomic ticket in arrival order and waits only for smaller tickets
+// (blocks already running), so no co-residency is assumed and nothing can deadlock.
+// NOT GPU-VERIFIED (2026-12-03: the session's device time was spent). Its predecessor, the
+// last-arriver reduction (block_scaled_mm_ws.cu), was correct but slower on 4 splits.
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
