@@ -97,7 +97,7 @@ def acc_layout():
     return rows, cols
 
 
-def emulate(A, sa, B, sb, ctas=132, epi_v4=False):
+def emulate(A, sa, B, sb, ctas=132, epi_v4=False, fixup=0):
     M, K = A.shape
     N = B.shape[0]
     p = make_plan(M, N, K, ctas)
@@ -110,8 +110,11 @@ def emulate(A, sa, B, sb, ctas=132, epi_v4=False):
         for g in range(1, G):
             ratio[g, :M] = sa[:, g - 1] / sa[:, g]
     out = np.full((M, N), np.nan)
-    if p["splits"] > 1:
+    if p["splits"] > 1 and not fixup:
         out[:] = 0
+    # fixup (bench/hopper/bsmm/block_scaled_mm_fixup.cu): the partial tiles, float4 index
+    # 8192 u + 256 j + ctid (ctid = 128 c + thread of the consumer warpgroup c)
+    part = np.full((p["tiles"] * p["splits"], 8192, 4), np.nan) if fixup else None
     src_row, src_byte = frag_tables()
     arow, acol = acc_layout()
     for u in range(p["tiles"] * p["splits"]):
@@ -153,6 +156,10 @@ def emulate(A, sa, B, sb, ctas=132, epi_v4=False):
                         D = a_log @ b_log.T  # 64 x 256
                         d += D[arow, acol]
             d *= sigma(g1 - 1)
+            if fixup and p["splits"] > 1:
+                for j in range(32):
+                    part[u, 256 * j + 128 * c:256 * j + 128 * c + 128] = d[:, 4 * j:4 * j + 4]
+                continue
             if not p["swap"]:
                 ok = (r_glob < M) & (s_glob < N)
                 if p["splits"] == 1:
@@ -188,6 +195,36 @@ def emulate(A, sa, B, sb, ctas=132, epi_v4=False):
                                     out[s_, r0w:r0w + 16] = vals
                                 else:
                                     out[s_, r0w:r0w + 16] += vals
+    if fixup and p["splits"] > 1:
+        for tile in range(p["tiles"]):
+            tr, ts = tile_coords(tile, p["tiles_r"], p["tiles_s"])
+            # FIXUP 1: one split (the last to arrive) adds all j; FIXUP 2: split me adds
+            # j in [me * 32 // splits, (me + 1) * 32 // splits)
+            ranges = [(0, 32)] if fixup == 1 else [(me * 32 // p["splits"], (me + 1) * 32 // p["splits"])
+                                                   for me in range(p["splits"])]
+            for jlo, jhi in ranges:
+                for ctid in range(256):
+                    c, tid = ctid >> 7, ctid & 127
+                    w, lane = tid >> 5, tid & 31
+                    g, t = lane >> 2, lane & 3
+                    r0 = tr * BM + 64 * c + 16 * w + g
+                    s0 = ts * BN + 2 * t
+                    for j in range(jlo, jhi):
+                        a = sum(part[q * p["tiles"] + tile, 256 * j + ctid] for q in range(p["splits"]))
+                        assert np.isfinite(a).all()
+                        col = s0 + 8 * j
+                        if not p["swap"]:
+                            if col < N:
+                                if r0 < M:
+                                    out[r0, col:col + 2] = a[0:2]
+                                if r0 + 8 < M:
+                                    out[r0 + 8, col:col + 2] = a[2:4]
+                        elif col < M:
+                            out[col, r0] = a[0]
+                            out[col, r0 + 8] = a[2]
+                            if col + 1 < M:
+                                out[col + 1, r0] = a[1]
+                                out[col + 1, r0 + 8] = a[3]
     return out, p
 
 
@@ -204,17 +241,18 @@ def reference(A, sa, B, sb):
 def main():
     rng = np.random.default_rng(1)
     cases = [(37, 256, 512, 132), (37, 256, 512, 3), (300, 256, 384, 132), (300, 512, 384, 4),
-             (129, 384, 256, 132), (640, 384, 256, 1000), (260, 128, 256, 132)]
+             (129, 384, 256, 132), (640, 384, 256, 1000), (260, 128, 256, 132),
+             (237, 512, 768, 132), (349, 512, 384, 12)]
     for (M, N, K, ctas) in cases:
         A = np.round(rng.normal(0, 4, (M, K)))
         B = np.round(rng.normal(0, 4, (N, K)))
         sa = rng.uniform(0.5, 1.5, (M, K // 128))
         sb = rng.uniform(0.5, 1.5, (N // 128, K // 128))
         ref = reference(A, sa, B, sb)
-        for epi_v4 in (False, True):
-            out, p = emulate(A, sa, B, sb, ctas, epi_v4)
+        for epi_v4, fixup in ((False, 0), (True, 0), (False, 1), (False, 2)):
+            out, p = emulate(A, sa, B, sb, ctas, epi_v4, fixup)
             err = np.nanmax(np.abs(out - ref)) if np.isfinite(out).all() else float("nan")
-            print(f"m={M} n={N} k={K} ctas={ctas} EPI_V4={int(epi_v4)} swap={p['swap']} tiles={p['tiles']} "
+            print(f"m={M} n={N} k={K} ctas={ctas} EPI_V4={int(epi_v4)} FIXUP={fixup} swap={p['swap']} tiles={p['tiles']} "
                   f"splits={p['splits']} max|diff|={err:.3g} (|ref| max {np.abs(ref).max():.3g})")
             assert np.isfinite(out).all() and err < 1e-9 * np.abs(ref).max()
     print("emulation matches the reference")

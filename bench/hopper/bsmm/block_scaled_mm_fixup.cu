@@ -37,17 +37,27 @@
 // group (and the last group's a_scales row) comes into the stage's shared
 // memory by a 1 KB bulk copy on the same mbarrier as the operands, so the
 // rescale reads shared memory instead of waiting on global loads.
-// NOT GPU-VERIFIED (2026-12-03: no device was lent for the second run). To
-// evaluate: copy this file to configs/bench/block_scaled_mm_baseline.cu and
-// block_scaled_mm_fixup.json to configs/bench/block_scaled_mm.json (its
-// workspaces and launch arguments differ from the old baseline), or run
-// bench/hopper/bsmm/run2.sh from a pack.
 // Small problems (fewer tiles than half the SMs) split K across blocks. The
 // splits do not add into out with atomics (that epilogue took 8.5-10.3 us of
 // 32-44 us on m = 349, 1024, 237; H200, 2026-12-03): each stores its scaled
-// partial tile to a workspace (coalesced float4s in register order), counts
-// itself on a per-tile counter, and the last split of the tile to arrive adds
-// the others' partial tiles and writes out once (no zeroing of out).
+// partial tile to a workspace (coalesced float4s in register order) and
+// arrives on a per-tile counter (atom.acq_rel.gpu by one thread after a barrier
+// of the 256 consumer threads, whose stores that release covers); FIXUP 1: the
+// last split to arrive adds the tile's partial tiles and writes out once;
+// FIXUP 2: every split waits (acquire spin) and adds and writes 1 / splits of
+// the tile's columns. No zeroing of out. The counters only grow, +splits per
+// tile and launch, so nothing resets them (kopt zeroes the workspace anyway).
+// One-launch plan (bsmm_fused): the GEMM blocks do the prepass's work first
+// (per-block tensor maps; the first stages' R is issued and the first unit's
+// R prefetched into L2 meanwhile), then meet at a grid barrier (release /
+// acquire, proxy fences for TMA; grid = CTAS <= SMs, one block per SM, so all
+// are resident). That removes the second launch's gap (2.3 us of 41 us on
+// m = 237, 2026-12-03) and the prepass's tail.
+// NOT GPU-VERIFIED. WARNING: FIXUP 2 and bsmm_fused spin-wait on other blocks and
+// hang if not all CTAS blocks are resident at once (another process on the GPU, fewer
+// SMs). The device call of 2026-12-03 ~15:45 UTC that ran them (with the harness
+// variants) hung until its limit and returned nothing; the cause was not isolated.
+// block_scaled_mm_ws.cu is this file without them (FIXUP 1, two launches).
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -67,6 +77,11 @@
 // much later, so that the two do not drain their MMAs at the same group boundaries.
 #ifndef STAGGER
 #define STAGGER 0
+#endif
+// FIXUP: how the K splits of a tile are added (see the epilogue). 1 = the last split to
+// arrive adds them all; 2 = every split adds its share after waiting for the others.
+#ifndef FIXUP
+#define FIXUP 1
 #endif
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
@@ -204,43 +219,50 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int
   ts = (t % group) / gm;
 }
 
-// Launch 1. The k permutation inside each 64-wide block: the consumer thread
+// Warp-wide: the R map (fp8, box 64 x BM, no swizzle) and the S map (f16, box 64 x BN,
+// 128-byte swizzle) built in shared memory at sm (256 bytes, 128-aligned) and copied to
+// global memory at gmap, gmap + 128.
+__device__ __forceinline__ void build_maps(const plan_t& p, const void* r, const void* ws, int K,
+                                           unsigned sm, unsigned char* gmap) {
+  const int lane = threadIdx.x & 31;
+  for (int i = lane; i < 64; i += 32)
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(sm + 4 * i), "r"(0) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    make_map_smem(sm, r, K, p.rows_r, BM, 1, 0, 0);
+    make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap),
+      "r"(sm)
+      : "memory");
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap + 128),
+      "r"(sm + 128)
+      : "memory");
+}
+
+// The k permutation inside each 64-wide block: the consumer thread
 // with t = lane % 4 loads bytes 16t .. 16t + 15 of a row (one 16-byte load)
 // and uses the pair of bytes 16t + 4kk + 2h + (0, 1) as the f16 fragment
 // elements k = 16kk + 8h + 2t + (0, 1) of k16 step kk. S is written in that
 // logical order: f16 pair 8kk + 4h + t of a block = source byte pair
 // 8t + 2kk + h, so the dot products see matching k on both sides.
-extern "C" __global__ void __launch_bounds__(256)
-    bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
-              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
-              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
-  const plan_t p = make_plan(M, N, K, ctas);
+// Converts S and (swapped) writes the scale tables, threads tid of nthreads. The two jobs
+// start on different threads (rot: the index shifted by the work before), so that on
+// small problems their DRAM round trips overlap instead of queueing in the same threads.
+// Returns the number of work items handed out (for a following job's rot).
+__device__ __forceinline__ long long prep_work(const plan_t& p, const __nv_fp8_e4m3* A,
+                                               const float* a_scales, const __nv_fp8_e4m3* B,
+                                               unsigned char* ws, int M, int K, long long tid,
+                                               long long nthreads) {
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
-                  nthreads = (long long)gridDim.x * blockDim.x;
-  if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
-    __shared__ __align__(128) unsigned char smaps[256];
-    for (int i = threadIdx.x; i < 256; i += 32) smaps[i] = 0;
-    __syncwarp();
-    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps);
-    if (threadIdx.x == 0) {
-      make_map_smem(sm, p.swap ? (const void*)B : (const void*)A, K, p.rows_r, BM, 1, 0, 0);
-      make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
-    }
-    __syncwarp();
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps),
-        "r"(sm)
-        : "memory");
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps + 128),
-        "r"(sm + 128)
-        : "memory");
-  }
   const long long chunks = (long long)p.rows_s * (K / 64);
+  auto rot = [&](long long before) { return (tid + nthreads - before % nthreads) % nthreads; };
   for (long long c = tid; c < chunks; c += nthreads) {
     const uint4* in = reinterpret_cast<const uint4*>(src + c * 64);
     unsigned w[16];
@@ -263,23 +285,42 @@ extern "C" __global__ void __launch_bounds__(256)
       op[2 * kk + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
     }
   }
-  if (p.swap) {  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
-    float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
-    const long long stride = ratio_stride(p), total = stride * p.groups;
-    for (long long i = tid; i < total; i += nthreads) {
-      const int g = (int)(i / stride);
-      const long long s = i % stride;
-      float v = 1.0f;
-      if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
-      ratio[i] = v;
-      ratio[total + i] = s < M ? a_scales[s * p.groups + g] : 0.f;  // transposed a_scales
-    }
+  if (!p.swap) return chunks;
+  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
+  float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
+  const long long stride = ratio_stride(p), total = stride * p.groups;
+  for (long long i = rot(chunks); i < total; i += nthreads) {
+    const int g = (int)(i / stride);
+    const long long s = i % stride;
+    float v = 1.0f;
+    if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
+    ratio[i] = v;
+    ratio[total + i] = s < M ? a_scales[s * p.groups + g] : 0.f;  // transposed a_scales
   }
+  return chunks + total;
+}
+
+// Launch 1 of the two-launch plan: the maps (warp 0 of block 0), S in f16, the scale
+// tables and (PF_L2) the L2 prefetch.
+extern "C" __global__ void __launch_bounds__(256)
+    bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
+              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
+              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
+  const plan_t p = make_plan(M, N, K, ctas);
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
+                  nthreads = (long long)gridDim.x * blockDim.x;
+  if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
+    __shared__ __align__(128) unsigned char smaps[256];
+    build_maps(p, p.swap ? (const void*)B : (const void*)A, ws, K,
+               (unsigned)__cvta_generic_to_shared(smaps), maps);
+  }
+  const long long before = prep_work(p, A, a_scales, B, ws, M, K, tid, nthreads);
 #if PF_L2
   {  // R rows of the first 4 k-steps (2 lines) of each block's first unit
     const int first = min(p.tiles * p.splits, ctas);
     const unsigned char* r = reinterpret_cast<const unsigned char*>(p.swap ? B : A);
-    for (long long i = tid; i < (long long)first * BM * 2; i += nthreads) {
+    for (long long i = (tid + nthreads - before % nthreads) % nthreads;
+         i < (long long)first * BM * 2; i += nthreads) {
       const int u = (int)(i / (2 * BM)), row = (int)(i % (2 * BM)) >> 1, line = (int)(i & 1);
       int tr, ts;
       tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
@@ -288,6 +329,8 @@ extern "C" __global__ void __launch_bounds__(256)
       if (rr < p.rows_r && kb < K) asm volatile("prefetch.global.L2 [%0];" ::"l"(r + rr * K + kb));
     }
   }
+#else
+  (void)before;
 #endif
 }
 
@@ -377,16 +420,25 @@ __device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned
   wgmma_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-    bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
-                 float* __restrict__ out, const unsigned char* __restrict__ ws,
-                 const unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
+// The persistent GEMM. FUSED (launch plan of one kernel, bsmm_fused): the block first does
+// the prepass's work itself (phase 0, below) and meets the other blocks at a grid barrier;
+// A and B are then only read in phase 0 and by TMA.
+template <bool FUSED>
+__device__ __forceinline__ void gemm_body(const __nv_fp8_e4m3* A, const float* a_scales,
+                                          const __nv_fp8_e4m3* B, const float* b_scales, float* out,
+                                          unsigned char* ws, unsigned char* maps, int M, int N,
+                                          int K, int ctas) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-  const unsigned bars = base + STAGES * STAGE_STRIDE;  // full[STAGES], then empty[STAGES]
+  // full[STAGES], then empty[STAGES]; + 128: the block's two tensor maps (FUSED);
+  // + 512: the split-K flag.
+  const unsigned bars = base + STAGES * STAGE_STRIDE;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const plan_t p = make_plan(M, N, K, ctas);
   const int units = p.tiles * p.splits;
+  // Tensor maps: one pair per block (FUSED) or the prepass's pair; then the counters.
+  unsigned char* const mymaps = FUSED ? maps + 256 * blockIdx.x : maps;
+  unsigned* const counters = reinterpret_cast<unsigned*>(maps + (FUSED ? 256 * ctas + 4 : 256));
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -397,11 +449,72 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
 
+  // Phase 0 (FUSED). Warp 0 builds the block's maps, and thread 0 issues the R halves of
+  // the first unit's first STAGES stages (R does not depend on phase 0) and prefetches
+  // the unit's further R k-steps into L2. The other 352 threads convert S and write the
+  // scale tables (grid-stride over all blocks). Then a grid barrier (all blocks are
+  // resident: grid = CTAS <= SMs, one block per SM): arrive with release after the
+  // block's stores, acquire-spin until the round's count, proxy fences so that TMA (the
+  // async proxy) sees the generic-proxy stores of S and the tables.
+  int npre = 0;  // R halves already issued (thread 0)
+  if (FUSED) {
+    if (threadIdx.x < 32) {
+      build_maps(p, p.swap ? (const void*)B : (const void*)A, ws, K, bars + 128, mymaps);
+      if (threadIdx.x == 0 && (int)blockIdx.x < units) {
+        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps)
+                     : "memory");
+        const int u = blockIdx.x;
+        int tr, ts;
+        tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+        const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
+        const int steps = 2 * (g1 - g0);
+        npre = min(STAGES, steps);
+        for (int i = 0; i < npre; ++i) {
+          const int ks = 2 * g0 + i;
+          const bool extra = p.swap && (((ks & 1) == 0 && ks > 2 * g0) || ks == 2 * g1 - 1);
+          mbar_expect_tx(bars + 8 * i, STAGE_BYTES + (extra ? 4 * BN : 0));
+          tma_load_2d(base + i * STAGE_STRIDE + S_BYTES, mymaps, ks * BK, tr * BM, bars + 8 * i);
+        }
+        for (int i = npre; i < min(steps, 16); ++i)  // <= 128 KB a block (17 MB of L2 in all)
+          asm volatile(
+              "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(mymaps),
+              "r"((2 * g0 + i) * BK), "r"(tr * BM)
+              : "memory");
+      }
+    } else {
+      const long long nth = (long long)gridDim.x * 352,
+                      t0 = (long long)blockIdx.x * 352 + threadIdx.x - 32;
+      prep_work(p, A, a_scales, B, ws, M, K, t0, nth);
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 32) {
+      unsigned* gbar = reinterpret_cast<unsigned*>(maps + 256 * ctas);
+      unsigned old;
+      asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                   : "=r"(old)
+                   : "l"(gbar)
+                   : "memory");
+      const unsigned nb = gridDim.x, round_end = old - old % nb + nb;
+      for (;;) {
+        unsigned now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(gbar) : "memory");
+        if ((int)(now - round_end) >= 0) break;
+        __nanosleep(32);
+      }
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    __syncthreads();
+  }
+
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (tid == 0) {
-      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps) : "memory");
-      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps + 128)
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps)
+                   : "memory");
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(mymaps + 128)
                    : "memory");
       int it = 0;
       for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -410,22 +523,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
         for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
           const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
           const unsigned ss = base + s * STAGE_STRIDE;
           // Swapped: the ratio row of group ks / 2 (BN floats) rides with its first k-step.
           // The transposed a_scales row of the unit's last group rides with its
           // last k-step (odd, so never the same slot as a ratio row).
           const bool rat = p.swap && !(ks & 1) && ks > 2 * g0;
           const bool lsc = p.swap && ks == 2 * g1 - 1;
-          mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
+          if (it >= npre) {  // else phase 0 armed the stage and issued its R half
+            if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+            mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
+            tma_load_2d(ss + S_BYTES, mymaps, ks * BK, tr * BM, bars + 8 * s);
+          }
           if (rat || lsc)
             bulk_load(ss + STAGE_BYTES,
                       ws + 2LL * p.rows_s * K +
                           4 * ((lsc ? (long long)p.groups * p.tiles_s * BN : 0) +
                                (long long)(ks / 2) * p.tiles_s * BN + ts * BN),
                       4 * BN, bars + 8 * s);
-          tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
-          tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+          tma_load_2d(ss, mymaps + 128, ks * BK, ts * BN, bars + 8 * s);
         }
       }
     }
@@ -573,12 +688,18 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       __syncwarp();  // the warp's reads of the last stage are done
       if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       if (p.splits > 1) {
-        // Split-K without atomics: every split stores its scaled tile (in register order,
-        // coalesced float4s) to the workspace, and the last split of the tile to arrive
-        // (a counter per tile, reset by that split) adds the others' tiles and stores out.
+        // Split-K without atomics. Every split stores its scaled partial tile (register
+        // order, coalesced float4s, to L2) and arrives on the tile's counter
+        // (atom.acq_rel.gpu after a CTA barrier: the release covers every consumer
+        // thread's stores). FIXUP = 1: the last split to arrive adds all partial tiles
+        // (its own included: d is dead after the stores, so the loads have registers)
+        // and writes out. FIXUP = 2: every split waits for all of the tile's splits
+        // (ld.acquire.gpu spin; all blocks are resident: grid = CTAS <= SMs, one block
+        // per SM) and adds and writes its own 1 / splits of the tile's columns.
+        // The counters only grow (+splits per tile per launch, from zero_init), so no
+        // reset is needed: this launch's round ends at the next multiple of splits.
         const int ctid = threadIdx.x - 128, tile = u % p.tiles;
-        float4* part =
-            reinterpret_cast<float4*>(const_cast<unsigned char*>(ws) + part_offset(p, K));
+        float4* part = reinterpret_cast<float4*>(ws + part_offset(p, K));
         float4* mine = part + (long long)u * 8192 + ctid;
 #pragma unroll
         for (int j = 0; j < 32; ++j)
@@ -586,34 +707,68 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         __threadfence();
         asm volatile("bar.sync 1, 256;" ::: "memory");
         if (ctid == 0) {
-          int* flags = reinterpret_cast<int*>(const_cast<unsigned char*>(maps) + 256);
-          const int old = atomicAdd(flags + tile, 1);
-          const int last = old == p.splits - 1;
-          if (last) flags[tile] = 0;  // ready for the next launch
-          asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(last) : "memory");
+          unsigned* cnt = counters + tile;
+          unsigned old;
+          asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                       : "=r"(old)
+                       : "l"(cnt)
+                       : "memory");
+          const unsigned sp = (unsigned)p.splits, round_end = old - old % sp + sp;
+#if FIXUP == 2
+          for (;;) {
+            unsigned now;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(cnt) : "memory");
+            if ((int)(now - round_end) >= 0) break;
+            __nanosleep(64);
+          }
+          const int go = 1;
+#else
+          const int go = old + 1 == round_end;
+#endif
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(go) : "memory");
         }
         asm volatile("bar.sync 1, 256;" ::: "memory");
-        int is_last;
-        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(is_last) : "r"(bars + 512) : "memory");
-        if (!is_last) continue;
+        int go;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(go) : "r"(bars + 512) : "memory");
+        if (!go) continue;
         __threadfence();
-        const int me = u / p.tiles;  // recomputed: registers are tight
-        for (int q = 0; q < p.splits; ++q) {
-          if (q == me) continue;
-          const float4* o = part + (long long)(q * p.tiles + tile) * 8192 + ctid;
-#pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            float4 v;  // volatile: at most a few loads in flight (registers are tight here)
-            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "l"(o + 256 * j));
-            d[4 * j] += v.x;
-            d[4 * j + 1] += v.y;
-            d[4 * j + 2] += v.z;
-            d[4 * j + 3] += v.w;
-            if ((j & 7) == 7) fence_regs<32>(d + 4 * (j - 7));
+#if FIXUP == 2
+        const int me = u / p.tiles, jlo = me * 32 / p.splits, jhi = (me + 1) * 32 / p.splits;
+#else
+        const int jlo = 0, jhi = 32;
+#endif
+        const float4* src = part + (long long)tile * 8192 + ctid;
+        const long long qstride = (long long)p.tiles * 8192;
+#pragma unroll 2
+        for (int j = jlo; j < jhi; ++j) {
+          float4 a = __ldcg(src + 256 * j);
+#pragma unroll 4
+          for (int q = 1; q < p.splits; ++q) {
+            const float4 v = __ldcg(src + q * qstride + 256 * j);
+            a.x += v.x;
+            a.y += v.y;
+            a.z += v.z;
+            a.w += v.w;
+          }
+          // a = D rows (rloc, rloc + 8) x S columns (col, col + 1) as in d[4j .. 4j + 3].
+          const int col = s0 + 8 * j;
+          if (!p.swap) {
+            if (col < N) {
+              float* o0 = out + r0 * N + col;
+              if (r0 < M) *reinterpret_cast<float2*>(o0) = make_float2(a.x, a.y);
+              if (r0 + 8 < M) *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(a.z, a.w);
+            }
+          } else if (col < M) {
+            float* o = out + (long long)col * N + r0;
+            o[0] = a.x;
+            o[8] = a.z;
+            if (col + 1 < M) {
+              o[N] = a.y;
+              o[N + 8] = a.w;
+            }
           }
         }
+        continue;
       }
       if (!p.swap) {
         const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
@@ -643,4 +798,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
     }
   }
+}
+
+// Launch 2 of the two-launch plan (after bsmm_prep).
+extern "C" __global__ void __launch_bounds__(384, 1)
+    bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
+                 float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
+                 int K, int ctas) {
+  gemm_body<false>(nullptr, a_scales, nullptr, b_scales, out, ws, maps, M, N, K, ctas);
+}
+
+// The one-launch plan: grid CTAS (<= SMs), maps workspace 260 * CTAS + 4 bytes.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    bsmm_fused(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
+               const __nv_fp8_e4m3* __restrict__ B, const float* __restrict__ b_scales,
+               float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N, int K,
+               int ctas) {
+  gemm_body<true>(A, a_scales, B, b_scales, out, ws, maps, M, N, K, ctas);
 }
