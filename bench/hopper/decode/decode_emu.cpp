@@ -67,7 +67,8 @@ std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
   return v;
 }
 
-bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned seed) {
+bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned seed,
+         bool rows = false) {
   std::mt19937 g(seed);
   const int heads = kvh * group;
   auto q = randn((size_t)batch * heads * HD, g);
@@ -75,18 +76,26 @@ bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned s
   auto vc = randn((size_t)batch * seqlen * kvh * HD, g);
   // the operator.json expressions
   const long long units = (long long)batch * kvh * ((seqlen + 15) / 16);
-  const int nb = (int)std::min<long long>(blocks_param, (units + 2 * NW - 1) / (2 * NW));
-  const int sl = nb / (batch * kvh) + 2;
+  const long long runits = (long long)batch * ((seqlen + 15) / 16);
+  const int nb = rows ? (int)std::min<long long>(blocks_param, (runits + 1) / 2)
+                      : (int)std::min<long long>(blocks_param, (units + 2 * NW - 1) / (2 * NW));
+  const int sl = nb / (rows ? batch : batch * kvh) + 2;
   std::vector<float> acc((size_t)batch * kvh * sl * group * HD, NAN),
       ml((size_t)batch * kvh * sl * group * 2, NAN);
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});
   const float scale = 0.08838834764831845f;
-  launch({(unsigned)nb, 1, 1}, NW * 32, [&] {
-    decode_attn_stream(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
+  if (rows)
+    launch({(unsigned)nb, (unsigned)((kvh + DA_RW - 1) / DA_RW), 1}, DA_RW * 32, [&] {
+      decode_attn_rows(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
                        group, sl, scale);
-  });
+    });
+  else
+    launch({(unsigned)nb, 1, 1}, NW * 32, [&] {
+      decode_attn_stream(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
+                         group, sl, scale);
+    });
   launch({(unsigned)kvh, (unsigned)batch, 1}, 256, [&] {
-    decode_attn_combine(acc.data(), ml.data(), out.data(), seqlen, kvh, group, nb, sl);
+    decode_attn_combine(acc.data(), ml.data(), out.data(), seqlen, kvh, group, nb, sl, rows);
   });
   if (getenv("DBG")) {
     for (int i = 0; i < 8 && i < (int)ml.size(); ++i) std::printf("ml[%d]=%g ", i, ml[i]);
@@ -124,22 +133,27 @@ bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned s
       }
     }
   std::printf(
-      "b%d s%d kv%d g%d blocks %d (nb %d, slots %d): %s worst %.3f of tol, max abs %.2e, %ld "
+      "%s b%d s%d kv%d g%d blocks %d (nb %d, slots %d): %s worst %.3f of tol, max abs %.2e, %ld "
       "fail\n",
-      batch, seqlen, kvh, group, blocks_param, nb, sl, fails ? "FAIL" : "ok  ", worst, maxabs,
-      fails);
+      rows ? "rows  " : "stream", batch, seqlen, kvh, group, blocks_param, nb, sl,
+      fails ? "FAIL" : "ok  ", worst, maxabs, fails);
   return fails == 0;
 }
 }  // namespace
 
 int main() {
   bool ok = true;
-  ok &= run(1, 100, 2, 4, 264, 1);  // 13 units -> 2 blocks
-  ok &= run(2, 300, 2, 8, 5, 2);    // ranges cross pairs
-  ok &= run(1, 1000, 1, 4, 3, 3);   // one pair over 3 blocks, partial unit
-  ok &= run(3, 37, 2, 1, 264, 4);   // G = 1, tiny
-  ok &= run(2, 513, 1, 3, 7, 5);    // odd G
-  ok &= run(1, 4096, 1, 8, 64, 6);  // long, many slots
-  ok &= run(4, 64, 2, 2, 3, 7);     // blocks hold several pairs
+  ok &= run(1, 100, 2, 4, 264, 1);         // 13 units -> 2 blocks
+  ok &= run(2, 300, 2, 8, 5, 2);           // ranges cross pairs
+  ok &= run(1, 1000, 1, 4, 3, 3);          // one pair over 3 blocks, partial unit
+  ok &= run(3, 37, 2, 1, 264, 4);          // G = 1, tiny
+  ok &= run(2, 513, 1, 3, 7, 5);           // odd G
+  ok &= run(1, 4096, 1, 8, 64, 6);         // long, many slots
+  ok &= run(4, 64, 2, 2, 3, 7);            // blocks hold several pairs
+  ok &= run(1, 100, 8, 4, 132, 11, true);  // rows: 4 blocks
+  ok &= run(3, 300, 2, 8, 5, 12, true);    // rows: ranges cross sequences, 6 idle warps
+  ok &= run(1, 1000, 9, 4, 3, 13, true);   // rows: kv 9 -> 2 head groups
+  ok &= run(5, 37, 1, 1, 132, 14, true);   // rows: G = 1, tiny
+  ok &= run(2, 2049, 8, 8, 7, 15, true);   // rows: partial unit, long
   return ok ? 0 : 1;
 }

@@ -126,14 +126,12 @@ __device__ __forceinline__ int owner_block(long long u, long long units, int nb)
   return (int)(((u + 1) * nb - 1) / units);
 }
 
-// Issues the cp.async copies of unit u (16 keys of K and V of one (sequence,
-// kv head)) into ring stage `st` of this warp: lane copies pieces lane & 15 of
+// Issues the cp.async copies of 16 keys (key0 ..) of K and V of (sequence b, kv
+// head kvh) into ring stage `st` of this warp: lane copies pieces lane & 15 of
 // rows 2 j + lane / 16; 16-byte chunk c of row r lands at chunk c ^ (r & 7).
-__device__ __forceinline__ void load_unit(unsigned st, int u, int nch, int seqlen, int kv_heads,
-                                          const __nv_bfloat16* __restrict__ kc,
+__device__ __forceinline__ void load_keys(unsigned st, int b, int kvh, int key0, int seqlen,
+                                          int kv_heads, const __nv_bfloat16* __restrict__ kc,
                                           const __nv_bfloat16* __restrict__ vc, int lane) {
-  const int p = u / nch, key0 = (u - p * nch) * UK;
-  const int b = p / kv_heads, kvh = p - b * kv_heads;
   const long long row_stride = (long long)kv_heads * HD;
   const long long base = (long long)b * seqlen * row_stride + (long long)kvh * HD;
   const int piece = lane & 15;
@@ -145,6 +143,87 @@ __device__ __forceinline__ void load_unit(unsigned st, int u, int nch, int seqle
     const unsigned s = st + row * (HD * 2) + ((piece ^ (row & 7)) << 4);
     cp_async16(s, kc + off, ok ? 16 : 0);
     cp_async16(s + UK * HD * 2, vc + off, ok ? 16 : 0);
+  }
+}
+// Unit u of the (sequence, kv head, 16 keys) order.
+__device__ __forceinline__ void load_unit(unsigned st, int u, int nch, int seqlen, int kv_heads,
+                                          const __nv_bfloat16* __restrict__ kc,
+                                          const __nv_bfloat16* __restrict__ vc, int lane) {
+  const int p = u / nch, b = p / kv_heads;
+  load_keys(st, b, p - b * kv_heads, (u - p * nch) * UK, seqlen, kv_heads, kc, vc, lane);
+}
+
+// q fragments of (sequence b, kv head kvh) as the B operand of S = K q^T:
+// B[k = dim][n = head], head = lane / 4 (zero past group), dims 2 (lane % 4) + 16 ks (+ 8).
+__device__ __forceinline__ void load_q(unsigned (&qb)[8][2], const __nv_bfloat16* __restrict__ q,
+                                       int b, int kvh, int kv_heads, int group, int lane) {
+  const int hq = lane >> 2;
+  const __nv_bfloat16* qp =
+      q + ((long long)b * kv_heads * group + kvh * group + hq) * HD + (lane & 3) * 2;
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) {
+    qb[ks][0] = hq < group ? *reinterpret_cast<const unsigned*>(qp + ks * 16) : 0u;
+    qb[ks][1] = hq < group ? *reinterpret_cast<const unsigned*>(qp + ks * 16 + 8) : 0u;
+  }
+}
+
+// One unit (16 keys, K tile at kt, V tile at kt + 4 KB) into the warp's online-softmax
+// state: S = K q^T (16 keys x 8 heads), m / l / O rescaled, O^T += V^T P^T. `key` is the
+// sequence position of this lane's first key (lane / 4 of the unit; the second is + 8).
+__device__ __forceinline__ void attend_unit(unsigned kt, int key, int seqlen, float sl2,
+                                            const unsigned (&qb)[8][2], float (&o)[8][4],
+                                            float (&m_run)[2], float (&l_run)[2], int lane) {
+  const int x7 = lane & 7;
+  const int rowK = x7 + ((lane >> 3) & 1) * 8, hiK = lane >> 4;
+  const int rowV = x7 + (lane >> 4) * 8, hiV = (lane >> 3) & 1;
+  const unsigned vt = kt + UK * HD * 2;
+  float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
+  {
+    unsigned a[8][4];
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+      ldsm_x4(kt + rowK * (HD * 2) + (((2 * ks + hiK) ^ x7) << 4), a[ks]);
+#pragma unroll
+    for (int ks = 0; ks < 8; ks += 2) {
+      mma_bf16(s0, a[ks], qb[ks][0], qb[ks][1]);
+      mma_bf16(s1, a[ks + 1], qb[ks + 1][0], qb[ks + 1][1]);
+    }
+  }
+  // s[0], s[1]: key lane / 4, heads h0, h0 + 1; s[2], s[3]: key lane / 4 + 8
+  const bool v0 = key < seqlen, v1 = key + 8 < seqlen;
+  float x[4];
+  x[0] = v0 ? (s0[0] + s1[0]) * sl2 : NEG_INF;
+  x[1] = v0 ? (s0[1] + s1[1]) * sl2 : NEG_INF;
+  x[2] = v1 ? (s0[2] + s1[2]) * sl2 : NEG_INF;
+  x[3] = v1 ? (s0[3] + s1[3]) * sl2 : NEG_INF;
+  float alpha[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float mx = fmaxf(x[j], x[2 + j]);
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float mn = fmaxf(m_run[j], mx);  // finite: every unit has a valid key
+    alpha[j] = fast_exp2(m_run[j] - mn);
+    m_run[j] = mn;
+    x[j] = fast_exp2(x[j] - mn);
+    x[2 + j] = fast_exp2(x[2 + j] - mn);
+    l_run[j] = l_run[j] * alpha[j] + x[j] + x[2 + j];
+  }
+  // P^T as the B operand: transpose the two 8 x 8 [key][head] blocks.
+  const unsigned pb0 = transpose8x8(pack_bf16(x[0], x[1]), lane);
+  const unsigned pb1 = transpose8x8(pack_bf16(x[2], x[3]), lane);
+  unsigned a[8][4];
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt)
+    ldsm_x4_t(vt + rowV * (HD * 2) + (((2 * mt + hiV) ^ x7) << 4), a[mt]);
+#pragma unroll
+  for (int mt = 0; mt < 8; ++mt) {
+    o[mt][0] *= alpha[0];
+    o[mt][1] *= alpha[1];
+    o[mt][2] *= alpha[0];
+    o[mt][3] *= alpha[1];
+    mma_bf16(o[mt], a[mt], pb0, pb1);
   }
 }
 
@@ -167,7 +246,6 @@ extern "C" __global__ void __launch_bounds__(NW * 32, 2)
   const int bs = (int)((long long)bi * units / nb), be = (int)((long long)(bi + 1) * units / nb);
   if (bs >= be) return;  // whole block: uniform
   const float sl2 = scale * LOG2E;
-  const int heads = kv_heads * group;
   const unsigned ring = smem_u32(sm) + warp * (DA_NS * STAGE_BYTES);
 
   // Prologue: units kk = 0 .. DA_NS - 2 of this warp in flight.
@@ -178,26 +256,16 @@ extern "C" __global__ void __launch_bounds__(NW * 32, 2)
     cp_async_commit();
   }
 
-  // Per-lane ldmatrix offsets inside a 4 KB K or V tile (row-swizzled chunks).
-  const int x7 = lane & 7;
-  const int rowK = x7 + ((lane >> 3) & 1) * 8, hiK = lane >> 4;
-  const int rowV = x7 + (lane >> 4) * 8, hiV = (lane >> 3) & 1;
   const int h0 = (lane & 3) * 2;  // the two heads of this thread's S and O fragments
 
   int kk = 0;  // this warp's unit counter (ring position)
   const int p_first = bs / nch, p_last = (be - 1) / nch;
   for (int p = p_first; p <= p_last; ++p) {
     const int seg_hi = min(be, (p + 1) * nch);
-    // q fragments of pair p: B[k = dim][n = head], head = lane / 4 (zero past group)
     unsigned qb[8][2];
     {
-      const int b = p / kv_heads, kvh = p - b * kv_heads, hq = lane >> 2;
-      const __nv_bfloat16* qp = q + ((long long)b * heads + kvh * group + hq) * HD + h0;
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        qb[ks][0] = hq < group ? *reinterpret_cast<const unsigned*>(qp + ks * 16) : 0u;
-        qb[ks][1] = hq < group ? *reinterpret_cast<const unsigned*>(qp + ks * 16 + 8) : 0u;
-      }
+      const int b = p / kv_heads;
+      load_q(qb, q, b, p - b * kv_heads, kv_heads, group, lane);
     }
     float m_run[2] = {NEG_INF, NEG_INF}, l_run[2] = {0.f, 0.f};
     float o[8][4];
@@ -214,59 +282,8 @@ extern "C" __global__ void __launch_bounds__(NW * 32, 2)
                     vc, lane);
         cp_async_commit();
       }
-      const unsigned kt = ring + (kk % DA_NS) * STAGE_BYTES, vt = kt + UK * HD * 2;
-      // S = K q^T: 16 keys x 8 heads, k over 128 dims
-      float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
-      {
-        unsigned a[8][4];
-#pragma unroll
-        for (int ks = 0; ks < 8; ++ks)
-          ldsm_x4(kt + rowK * (HD * 2) + (((2 * ks + hiK) ^ x7) << 4), a[ks]);
-#pragma unroll
-        for (int ks = 0; ks < 8; ks += 2) {
-          mma_bf16(s0, a[ks], qb[ks][0], qb[ks][1]);
-          mma_bf16(s1, a[ks + 1], qb[ks + 1][0], qb[ks + 1][1]);
-        }
-      }
-      // s[0], s[1]: key lane / 4, heads h0, h0 + 1; s[2], s[3]: key lane / 4 + 8
-      const int key0 = (u - p * nch) * UK + (lane >> 2);
-      const bool v0 = key0 < seqlen, v1 = key0 + 8 < seqlen;
-      float x[4];
-      x[0] = v0 ? (s0[0] + s1[0]) * sl2 : NEG_INF;
-      x[1] = v0 ? (s0[1] + s1[1]) * sl2 : NEG_INF;
-      x[2] = v1 ? (s0[2] + s1[2]) * sl2 : NEG_INF;
-      x[3] = v1 ? (s0[3] + s1[3]) * sl2 : NEG_INF;
-      float alpha[2];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        float mx = fmaxf(x[j], x[2 + j]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-        const float mn = fmaxf(m_run[j], mx);  // finite: unit has a valid key
-        alpha[j] = fast_exp2(m_run[j] - mn);
-        m_run[j] = mn;
-        x[j] = fast_exp2(x[j] - mn);
-        x[2 + j] = fast_exp2(x[2 + j] - mn);
-        l_run[j] = l_run[j] * alpha[j] + x[j] + x[2 + j];
-      }
-      // P^T as the B operand: transpose the two 8 x 8 [key][head] blocks.
-      const unsigned pb0 = transpose8x8(pack_bf16(x[0], x[1]), lane);
-      const unsigned pb1 = transpose8x8(pack_bf16(x[2], x[3]), lane);
-      {
-        unsigned a[8][4];
-#pragma unroll
-        for (int mt = 0; mt < 8; ++mt)
-          ldsm_x4_t(vt + rowV * (HD * 2) + (((2 * mt + hiV) ^ x7) << 4), a[mt]);
-#pragma unroll
-        for (int mt = 0; mt < 8; ++mt) {
-          o[mt][0] *= alpha[0];
-          o[mt][1] *= alpha[1];
-          o[mt][2] *= alpha[0];
-          o[mt][3] *= alpha[1];
-          mma_bf16(o[mt], a[mt], pb0, pb1);
-        }
-      }
+      attend_unit(ring + (kk % DA_NS) * STAGE_BYTES, (u - p * nch) * UK + (lane >> 2), seqlen, sl2,
+                  qb, o, m_run, l_run, lane);
     }
 
     // Merge the warps' states of pair p; warp 0 writes the partial.
@@ -334,14 +351,104 @@ extern "C" __global__ void __launch_bounds__(NW * 32, 2)
   cp_async_wait_all();
 }
 
+// decode_attn_rows (alternative main kernel, same combine with rows = 1): the work is
+// flattened over (sequence, 16-key row unit) only; warp w of a block takes kv head
+// blockIdx.y * DA_RW + w for every unit of the block's range, so the DA_RW warps of
+// a block read the same 16 key rows (2 KB each for 8 kv heads) together, and no
+// warp merge is needed: each warp writes its own partial per (pair, block).
+#ifndef DA_RW
+#define DA_RW 8  // warps (kv heads) per block of decode_attn_rows
+#endif
+extern "C" __global__ void __launch_bounds__(DA_RW * 32, 1)
+    decode_attn_rows(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kc,
+                     const __nv_bfloat16* __restrict__ vc, float* __restrict__ part_acc,
+                     float* __restrict__ part_ml, int batch, int seqlen, int kv_heads, int group,
+                     int slots_per_pair, float scale) {
+#ifdef KOPT_EMU
+  unsigned char* sm = smem;
+#else
+  extern __shared__ __align__(128) unsigned char sm[];
+#endif
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int kvh = blockIdx.y * DA_RW + warp;
+  const int nb = gridDim.x, bi = blockIdx.x;
+  const int nch = (seqlen + UK - 1) / UK;
+  const long long units = (long long)batch * nch;
+  const int bs = (int)((long long)bi * units / nb), be = (int)((long long)(bi + 1) * units / nb);
+  if (bs >= be || kvh >= kv_heads) return;  // no block barriers in this kernel
+  const float sl2 = scale * LOG2E;
+  const unsigned ring = smem_u32(sm) + warp * (DA_NS * STAGE_BYTES);
+#pragma unroll
+  for (int s = 0; s < DA_NS - 1; ++s) {
+    const int u = bs + s;
+    if (u < be) {
+      const int b = u / nch;
+      load_keys(ring + s * STAGE_BYTES, b, kvh, (u - b * nch) * UK, seqlen, kv_heads, kc, vc, lane);
+    }
+    cp_async_commit();
+  }
+  const int h0 = (lane & 3) * 2;
+  int kk = 0;
+  for (int b = bs / nch; b <= (be - 1) / nch; ++b) {
+    const int seg_hi = min(be, (b + 1) * nch);
+    unsigned qb[8][2];
+    load_q(qb, q, b, kvh, kv_heads, group, lane);
+    float m_run[2] = {NEG_INF, NEG_INF}, l_run[2] = {0.f, 0.f};
+    float o[8][4];
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt) o[mt][0] = o[mt][1] = o[mt][2] = o[mt][3] = 0.f;
+    for (int u = bs + kk; u < seg_hi; ++u, ++kk) {
+      cp_async_wait<DA_NS - 2>();
+      __syncwarp();
+      {
+        const int un = u + DA_NS - 1;
+        if (un < be) {
+          const int bn = un / nch;
+          load_keys(ring + ((kk + DA_NS - 1) % DA_NS) * STAGE_BYTES, bn, kvh, (un - bn * nch) * UK,
+                    seqlen, kv_heads, kc, vc, lane);
+        }
+        cp_async_commit();
+      }
+      attend_unit(ring + (kk % DA_NS) * STAGE_BYTES, (u - b * nch) * UK + (lane >> 2), seqlen, sl2,
+                  qb, o, m_run, l_run, lane);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      l_run[j] += __shfl_xor_sync(0xffffffffu, l_run[j], 4);
+      l_run[j] += __shfl_xor_sync(0xffffffffu, l_run[j], 8);
+      l_run[j] += __shfl_xor_sync(0xffffffffu, l_run[j], 16);
+    }
+    const int slot =
+        (b * kv_heads + kvh) * slots_per_pair + (bi - owner_block((long long)b * nch, units, nb));
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int d = mt * 16 + (lane >> 2) + (e >> 1) * 8, h = h0 + (e & 1);
+        if (h < group) part_acc[((long long)slot * HD + d) * group + h] = o[mt][e];
+      }
+    if (lane < 4) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        if (h0 + j < group) {
+          part_ml[((long long)slot * group + h0 + j) * 2] = m_run[j];
+          part_ml[((long long)slot * group + h0 + j) * 2 + 1] = l_run[j];
+        }
+    }
+  }
+  cp_async_wait_all();
+}
+
 // Combine, one block per (kv head, sequence): the blocks first .. last of the
-// main grid (nb blocks) whose ranges touch the pair wrote slots 0 .. last - first
-// (empty ranges excepted); out = sum_s exp2(m_s - M) acc_s / sum_s exp2(m_s - M) l_s.
+// main grid (nb blocks) whose ranges touch the pair (rows = 0: decode_attn_stream's
+// (pair, unit) order; rows = 1: decode_attn_rows' (sequence, unit) order) wrote slots
+// 0 .. last - first (empty ranges excepted); out = sum_s exp2(m_s - M) acc_s / sum_s exp2(m_s - M)
+// l_s.
 #define MAXCAND 2048
 extern "C" __global__ void __launch_bounds__(256)
     decode_attn_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                         __nv_bfloat16* __restrict__ out, int seqlen, int kv_heads, int group,
-                        int nb, int slots_per_pair) {
+                        int nb, int slots_per_pair, int rows) {
 #ifdef KOPT_EMU
   unsigned char* ok = smem;
 #else
@@ -349,9 +456,10 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
   const int kvh = blockIdx.x, b = blockIdx.y, p = b * kv_heads + kvh;
   const int nch = (seqlen + UK - 1) / UK;
-  const long long units = (long long)gridDim.y * kv_heads * nch;
-  const int first = owner_block((long long)p * nch, units, nb);
-  const int last = owner_block((long long)(p + 1) * nch - 1, units, nb);
+  const long long units = (long long)gridDim.y * (rows ? 1 : kv_heads) * nch;
+  const long long seg = rows ? b : p;  // index of the pair's range in the unit order
+  const int first = owner_block(seg * nch, units, nb);
+  const int last = owner_block((seg + 1) * nch - 1, units, nb);
   const int ncand = min(last - first + 1, MAXCAND);
   for (int k = threadIdx.x; k < ncand; k += blockDim.x) {
     const long long bb = first + k;
