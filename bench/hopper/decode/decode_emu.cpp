@@ -155,5 +155,10 @@ int main() {
   ok &= run(1, 1000, 9, 4, 3, 13, true);   // rows: kv 9 -> 2 head groups
   ok &= run(5, 37, 1, 1, 132, 14, true);   // rows: G = 1, tiny
   ok &= run(2, 2049, 8, 8, 7, 15, true);   // rows: partial unit, long
+  if (getenv("FULL")) {  // the operator's b1 workloads at the default grid (slow)
+    ok &= run(1, 4096, 8, 4, 264, 21);
+    ok &= run(1, 4096, 8, 4, 132, 22, true);
+    ok &= run(1, 100, 8, 4, 264, 23);
+  }
   return ok ? 0 : 1;
 }

@@ -444,43 +444,58 @@ extern "C" __global__ void __launch_bounds__(DA_RW * 32, 1)
 // (pair, unit) order; rows = 1: decode_attn_rows' (sequence, unit) order) wrote slots
 // 0 .. last - first (empty ranges excepted); out = sum_s exp2(m_s - M) acc_s / sum_s exp2(m_s - M)
 // l_s.
-#define MAXCAND 2048
+#define MAXCAND 1024  // slots per pair; the launches keep DA_BLOCKS / pairs + 2 below it
 extern "C" __global__ void __launch_bounds__(256)
     decode_attn_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                         __nv_bfloat16* __restrict__ out, int seqlen, int kv_heads, int group,
                         int nb, int slots_per_pair, int rows) {
 #ifdef KOPT_EMU
-  unsigned char* ok = smem;
+  float* wsm = reinterpret_cast<float*>(smem);
 #else
-  __shared__ unsigned char ok[MAXCAND];
+  __shared__ float wsm[MAXCAND * MAXG];  // [slot][head]: exp2(m_s - M) / L, 0 for empty slots
 #endif
   const int kvh = blockIdx.x, b = blockIdx.y, p = b * kv_heads + kvh;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int nch = (seqlen + UK - 1) / UK;
   const long long units = (long long)gridDim.y * (rows ? 1 : kv_heads) * nch;
   const long long seg = rows ? b : p;  // index of the pair's range in the unit order
   const int first = owner_block(seg * nch, units, nb);
   const int last = owner_block((seg + 1) * nch - 1, units, nb);
   const int ncand = min(last - first + 1, MAXCAND);
-  for (int k = threadIdx.x; k < ncand; k += blockDim.x) {
-    const long long bb = first + k;
-    ok[k] = (bb * units / nb) < ((bb + 1) * units / nb);
+  const long long sbase = (long long)p * slots_per_pair;
+  // Warp g: the weights of head g over the slots (lanes over slots, shuffles).
+  for (int g = warp; g < group; g += blockDim.x / 32) {
+    float mm = NEG_INF;
+    for (int k = lane; k < ncand; k += 32) {
+      const long long bb = first + k;
+      const bool ok = (bb * units / nb) < ((bb + 1) * units / nb);  // non-empty block range
+      const float m = ok ? part_ml[((sbase + k) * group + g) * 2] : NEG_INF;
+      wsm[k * MAXG + g] = m;
+      mm = fmaxf(mm, m);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mm = fmaxf(mm, __shfl_xor_sync(0xffffffffu, mm, o));
+    float ll = 0.f;
+    for (int k = lane; k < ncand; k += 32) {
+      const float m = wsm[k * MAXG + g];
+      const float w = m == NEG_INF ? 0.f : fast_exp2(m - mm);
+      wsm[k * MAXG + g] = w;
+      if (m != NEG_INF) ll += part_ml[((sbase + k) * group + g) * 2 + 1] * w;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ll += __shfl_xor_sync(0xffffffffu, ll, o);
+    const float inv = 1.f / ll;
+    for (int k = lane; k < ncand; k += 32) wsm[k * MAXG + g] *= inv;
   }
   __syncthreads();
-  const long long sbase = (long long)p * slots_per_pair;
   for (int i = threadIdx.x; i < group * HD; i += blockDim.x) {
     const int g = i % group, d = i / group;
-    float mm = NEG_INF;
-    for (int k = 0; k < ncand; ++k)
-      if (ok[k]) mm = fmaxf(mm, part_ml[((sbase + k) * group + g) * 2]);
-    float ll = 0.f, a = 0.f;
-#pragma unroll 4
+    float a = 0.f;
+#pragma unroll 8
     for (int k = 0; k < ncand; ++k) {
-      if (ok[k]) {
-        const float fk = fast_exp2(part_ml[((sbase + k) * group + g) * 2] - mm);
-        ll += part_ml[((sbase + k) * group + g) * 2 + 1] * fk;
-        a += part_acc[((sbase + k) * HD + d) * group + g] * fk;
-      }
+      const float w = wsm[k * MAXG + g];
+      if (w != 0.f) a += part_acc[((sbase + k) * HD + d) * group + g] * w;
     }
-    out[((long long)b * kv_heads * group + kvh * group + g) * HD + d] = __float2bfloat16(a / ll);
+    out[((long long)b * kv_heads * group + kvh * group + g) * HD + d] = __float2bfloat16(a);
   }
 }
