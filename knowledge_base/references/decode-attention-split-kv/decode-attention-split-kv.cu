@@ -442,8 +442,8 @@ extern "C" __global__ void __launch_bounds__(DA_RW * 32, 1)
 // Combine, one block per (kv head, sequence): the blocks first .. last of the
 // main grid (nb blocks) whose ranges touch the pair (rows = 0: decode_attn_stream's
 // (pair, unit) order; rows = 1: decode_attn_rows' (sequence, unit) order) wrote slots
-// 0 .. last - first (empty ranges excepted); out = sum_s exp2(m_s - M) acc_s / sum_s exp2(m_s - M)
-// l_s.
+// 0 .. last - first (every block range is non-empty: the launches keep nb <= units); out = sum_s
+// exp2(m_s - M) acc_s / sum_s exp2(m_s - M) l_s.
 #define MAXCAND 1024  // slots per pair; the launches keep DA_BLOCKS / pairs + 2 below it
 extern "C" __global__ void __launch_bounds__(256)
     decode_attn_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
@@ -452,7 +452,7 @@ extern "C" __global__ void __launch_bounds__(256)
 #ifdef KOPT_EMU
   float* wsm = reinterpret_cast<float*>(smem);
 #else
-  __shared__ float wsm[MAXCAND * MAXG];  // [slot][head]: exp2(m_s - M) / L, 0 for empty slots
+  __shared__ float wsm[MAXCAND * MAXG];  // [slot][head]: exp2(m_s - M) / L
 #endif
   const int kvh = blockIdx.x, b = blockIdx.y, p = b * kv_heads + kvh;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -467,9 +467,7 @@ extern "C" __global__ void __launch_bounds__(256)
   for (int g = warp; g < group; g += blockDim.x / 32) {
     float mm = NEG_INF;
     for (int k = lane; k < ncand; k += 32) {
-      const long long bb = first + k;
-      const bool ok = (bb * units / nb) < ((bb + 1) * units / nb);  // non-empty block range
-      const float m = ok ? part_ml[((sbase + k) * group + g) * 2] : NEG_INF;
+      const float m = part_ml[((sbase + k) * group + g) * 2];
       wsm[k * MAXG + g] = m;
       mm = fmaxf(mm, m);
     }
