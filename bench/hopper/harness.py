@@ -201,7 +201,7 @@ def decode(reps):
             kt((nb,), (128,), (P(q), P(k), P(v), P(pacc), P(pml), np.int32(bsz), np.int32(s), np.int32(kvh), np.int32(g),
                                np.int32(sl), np.float32(scale)), shared_mem=smem)
             kc((kvh, bsz), (256,), (P(pacc), P(pml), P(out), np.int32(s), np.int32(kvh), np.int32(g), np.int32(nb),
-                                   np.int32(sl)))
+                                   np.int32(sl), np.int32(0)))
         launch(); torch.cuda.synchronize()
         kk = k.float().permute(0, 2, 1, 3).repeat_interleave(g, 1); vv = v.float().permute(0, 2, 1, 3).repeat_interleave(g, 1)
         sc = torch.einsum("bhd,bhsd->bhs", q.float(), kk) * scale
