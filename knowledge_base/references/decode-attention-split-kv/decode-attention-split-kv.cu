@@ -61,14 +61,14 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
                : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
-  cp_async_commit();
+  asm volatile("cp.async.commit_group;" ::: "memory");
 }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() {
-  cp_async_wait_all();
+  asm volatile("cp.async.wait_all;" ::: "memory");
 }
 __device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
