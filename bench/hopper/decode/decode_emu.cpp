@@ -1,11 +1,10 @@
-// Runs the kernels of knowledge_base/references/decode-attention-split-kv/
-// decode-attention-split-kv.cu on the CPU through bench/hopper/emu/emu.h's model
-// of the PTX primitives (plus movmatrix, below), on small shapes that exercise
-// the stream-K split (block ranges that start and end inside a (sequence, kv
-// head) pair, pairs spread over many blocks, empty blocks), partial 16-key
-// units and G = 1 .. 8, and compares every output with a float64 reference
-// under the operator's tolerance (atol 0.01, rtol 0.02). A check of the
-// kernels' indexing and control flow, not of the GPU.
+// Runs the kernels of bench/hopper/decode/decode_attn_streamk.cu (draft for
+// knowledge_base/references/decode-attention-split-kv) on the CPU through bench/hopper/emu/emu.h's
+// model of the PTX primitives (plus movmatrix, below), on small shapes that exercise the stream-K
+// split (block ranges that start and end inside a (sequence, kv head) pair, pairs spread over many
+// blocks, empty blocks), partial 16-key units and G = 1 .. 8, and compares every output with a
+// float64 reference under the operator's tolerance (atol 0.01, rtol 0.02). A check of the kernels'
+// indexing and control flow, not of the GPU.
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU \
 //       bench/hopper/decode/decode_emu.cpp -o /tmp/decode_emu && /tmp/decode_emu
@@ -57,7 +56,7 @@ inline int min(int a, int b) {
 }
 using std::fmaxf;
 
-#include "../../../knowledge_base/references/decode-attention-split-kv/decode-attention-split-kv.cu"
+#include "decode_attn_streamk.cu"
 
 namespace {
 std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
@@ -155,7 +154,7 @@ int main() {
   ok &= run(1, 1000, 9, 4, 3, 13, true);   // rows: kv 9 -> 2 head groups
   ok &= run(5, 37, 1, 1, 132, 14, true);   // rows: G = 1, tiny
   ok &= run(2, 2049, 8, 8, 7, 15, true);   // rows: partial unit, long
-  if (getenv("FULL")) {  // the operator's b1 workloads at the default grid (slow)
+  if (getenv("FULL")) {                    // the operator's b1 workloads at the default grid (slow)
     ok &= run(1, 4096, 8, 4, 264, 21);
     ok &= run(1, 4096, 8, 4, 132, 22, true);
     ok &= run(1, 100, 8, 4, 264, 23);
