@@ -6,6 +6,9 @@ one JSON file per operator in DIR.
 
 --eval DIR2: `kopt eval --json` outputs named OP.json (a config measured with eval, not
   bench: its baseline row counts, the reference SOL comes from the fallback if any).
+--eval-file OP=PATH[:ROLE]: like --eval for one config, from any `kopt eval --json` file; ROLE
+  (default baseline) names its result block, e.g. `candidate` for a candidate that was then
+  installed as the config's baseline unchanged. Repeatable; wins over --eval.
 --fallback OPS_JSON: an earlier run's per-config figures (the --ops-json of that run) for the
   configs that DIR does not have; such rows say "earlier run" in their status.
 --ops-json OUT: write this table's per-config figures as JSON (the next run's fallback)."""
@@ -19,6 +22,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("suite", nargs="?", default="configs/bench")
 ap.add_argument("--eval", dest="eval_dir")
+ap.add_argument("--eval-file", action="append", default=[])
 ap.add_argument("--fallback")
 ap.add_argument("--ops-json")
 args = ap.parse_args()
@@ -27,10 +31,17 @@ suite = Path(args.suite)
 fallback = json.loads(Path(args.fallback).read_text()) if args.fallback else {}
 
 
-def from_eval(path, entry):
-    """A `kopt eval --json` file: the baseline's weighted figures; None when unusable."""
+eval_files = {}
+for spec in args.eval_file:
+    op_, _, rest = spec.partition("=")
+    path_, _, role_ = rest.partition(":")
+    eval_files[op_] = (Path(path_), role_ or "baseline")
+
+
+def from_eval(path, entry, role="baseline"):
+    """A `kopt eval --json` file: the role's weighted figures; None when unusable."""
     d = json.loads(path.read_text())
-    b = d["results"]["baseline"]
+    b = d["results"][role]
     rows_ = b["rows"]
     att = [r.get("attainable_sol_fraction") for r in rows_]
     weights = {w["id"]: w["weight"] for w in entry["_workloads"]}
@@ -50,15 +61,18 @@ for cfg in sorted(suite.glob("*.json")):
     entry = {"name": name, "shapes": len(c["workloads"]), "weight": sum(w["weight"] for w in c["workloads"]),
              "has_baseline": "baseline" in c, "_workloads": c["workloads"]}
     ev = Path(args.eval_dir) / f"{name}.json" if args.eval_dir else None
+    role = "baseline"
+    if name in eval_files:
+        ev, role = eval_files[name]
     if not f.exists() and ev is not None and ev.exists():
         try:
-            e = from_eval(ev, entry)
+            e = from_eval(ev, entry, role)
             fb = fallback.get(name, {})
             if not e["complete"]:
                 raise ValueError("eval covers only some workloads")
             entry.update(ok=True, ref=fb.get("reference_sol"), ref_att=fb.get("reference_attainable"),
                          base=e["base"], base_att=e["base_att"], speedup=None, launch=0, worst=None,
-                         status=(e["status"] or "?") + " (kopt eval; reference SOL from the earlier run)",
+                         status=(e["status"] or "?") + f" (kopt eval {ev.name}" + ("" if role == "baseline" else f", {role}") + "; reference SOL from the earlier run)",
                          failed=e["failed"])
         except Exception as ex:  # noqa: BLE001
             entry.update(ok=False, why=f"eval file unusable ({type(ex).__name__}: {ex})")
