@@ -42,6 +42,8 @@
 // Measured on H200 (2026-12-03, driver 580.159.04, `kopt eval --seeds 2`): topk_filter: 24.4 % of
 // speed of light weighted over 8 shapes, 8/8 correct (the previous kernel: 12.9 %); details in
 // knowledge_base/references/topk-filter.md and bench/hopper/topk/results/2026-12-03-b/.
+// After that run, one line changed: the k <= 0 branch (no workload reaches it: top_k = 50) had
+// the 4-byte path's slot test on 16-byte rows; it now uses each path's own test.
 
 #define SQ 4  // float4 groups (16 values) per thread, short path
 #define LQ 5  // float4 groups (20 values) per thread, cluster path
@@ -269,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int i = elem_index(vec, q, j, nt, tid);
-            if (4 * q + j < c1) outr[i] = NEG_INF;
+            if (vec ? q < c4 : 4 * q + j < c1) outr[i] = NEG_INF;
           }
         continue;
       }
