@@ -8,7 +8,8 @@ one JSON file per operator in DIR.
   bench: its baseline row counts, the reference SOL comes from the fallback if any).
 --eval-file OP=PATH[:ROLE]: like --eval for one config, from any `kopt eval --json` file; ROLE
   (default baseline) names its result block, e.g. `candidate` for a candidate that was then
-  installed as the config's baseline unchanged. Repeatable; wins over --eval.
+  installed as the config's baseline unchanged. Repeatable; wins over --eval and over DIR/OP.json;
+  an unknown OP, a missing file or a malformed spec is an error.
 --fallback OPS_JSON: an earlier run's per-config figures (the --ops-json of that run) for the
   configs that DIR does not have; such rows say "earlier run" in their status.
 --ops-json OUT: write this table's per-config figures as JSON (the next run's fallback)."""
@@ -33,9 +34,18 @@ fallback = json.loads(Path(args.fallback).read_text()) if args.fallback else {}
 
 eval_files = {}
 for spec in args.eval_file:
-    op_, _, rest = spec.partition("=")
-    path_, _, role_ = rest.partition(":")
-    eval_files[op_] = (Path(path_), role_ or "baseline")
+    # A typo here would silently change the composed suite figure: refuse it.
+    op_, eq, rest = spec.partition("=")
+    path_, role_ = rest, "baseline"
+    if ":" in rest and rest.rsplit(":", 1)[1] in ("baseline", "candidate", "seed"):
+        path_, role_ = rest.rsplit(":", 1)  # a path may itself contain ':'; only a known role splits
+    if not eq or not op_ or not path_:
+        sys.exit(f"--eval-file {spec!r}: expected OP=PATH[:ROLE]")
+    if not (suite / f"{op_}.json").exists():
+        sys.exit(f"--eval-file {spec!r}: no config {op_}.json in {suite}")
+    if not Path(path_).is_file():
+        sys.exit(f"--eval-file {spec!r}: {path_} is not a file")
+    eval_files[op_] = (Path(path_), role_)
 
 
 def from_eval(path, entry, role="baseline"):
@@ -64,7 +74,7 @@ for cfg in sorted(suite.glob("*.json")):
     role = "baseline"
     if name in eval_files:
         ev, role = eval_files[name]
-    if not f.exists() and ev is not None and ev.exists():
+    if (name in eval_files or not f.exists()) and ev is not None and ev.exists():
         try:
             e = from_eval(ev, entry, role)
             fb = fallback.get(name, {})

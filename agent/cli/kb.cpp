@@ -302,7 +302,8 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
                   "with --compile / --run: compile or run only these documents (ids, repeatable); "
                   "every document is still linted");
   cmd->add_option("--peaks", o->peaks,
-                  "GPU peak table for --run (default: configs/hardware/gpus.json)");
+                  "GPU peak table for --run (default: configs/hardware/gpus.json)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--seeds", o->seeds, "input seeds per workload for --run")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
@@ -320,7 +321,14 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
       "Examples: kopt kb lint --compile --kb-dir ~/my-techniques\n"
       "          kopt kb lint --run --json > kb-check.json\n"
       "          kopt kb lint --run --only topk-filter --only rms-norm");
-  cmd->callback([o, &status] {
+  cmd->callback([o, &status, cmd] {
+    // These narrow or tune --compile / --run; alone they would be silently ignored.
+    for (const char* opt : {"--only", "--seeds", "--max-time", "--peaks"})
+      if (cmd->count(opt) > 0 && !o->compile && !o->run)
+        throw CLI::ValidationError(opt, "applies to --compile / --run; add one of them");
+    if ((cmd->count("--seeds") > 0 || cmd->count("--max-time") > 0 || cmd->count("--peaks") > 0) &&
+        !o->run)
+      throw CLI::ValidationError("--seeds / --max-time / --peaks", "apply to --run only");
     const kb::load_result lr = load(*o);
     std::size_t errors = 0, warnings = 0;
     json diags = json::array();
@@ -336,20 +344,27 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
     std::size_t compile_failures = 0, reference_failures = 0;
     bool no_gpu = false;
     if (o->run) o->compile = true;
-    // An --only id that names no document is a typo: say so before any GPU time is spent.
-    for (const auto& id : o->only)
-      if (std::none_of(lr.documents.begin(), lr.documents.end(),
-                       [&](const kb::document& d) { return d.id == id; }))
+    // An --only id that names no document is a typo: say so before any GPU time is spent. A
+    // document that failed to parse is not a typo: its errors are reported like any other.
+    for (const auto& id : o->only) {
+      const bool parsed = std::any_of(lr.documents.begin(), lr.documents.end(),
+                                      [&](const kb::document& d) { return d.id == id; });
+      const bool broken =
+          std::any_of(lr.diagnostics.begin(), lr.diagnostics.end(), [&](const kb::diagnostic& g) {
+            return g.level == kb::diagnostic::severity::error && fs::path(g.file).stem() == id;
+          });
+      if (!parsed && !broken)
         throw kopt::not_found_error(
             "--only " + id +
             ": no knowledge-base document with that id (kopt kb search lists them)");
+    }
     auto selected = [&](const kb::document& d) {
       return o->only.empty() || std::find(o->only.begin(), o->only.end(), d.id) != o->only.end();
     };
     std::size_t selected_refs = 0;
     for (const auto& d : lr.documents)
       if (d.is_reference() && selected(d)) ++selected_refs;
-    std::size_t ref_no = 0;
+    std::size_t ref_no = 0, refs_evaluated = 0;
     if (o->compile) {
 #ifdef KOPT_HAVE_WORKER
       const std::string worker = o->worker.empty() ? runner::default_worker_exe() : o->worker;
@@ -367,12 +382,14 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
           ++ref_no;
           const auto t0 = std::chrono::steady_clock::now();
           // After the first "no GPU", the rest are compile-checked only.
-          reference_check rc = check_reference(d, *o, o->run && !no_gpu);
+          const bool on_gpu = o->run && !no_gpu;
+          reference_check rc = check_reference(d, *o, on_gpu);
           const double secs =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           rc.detail["seconds"] = secs;
           // Progress for long --run checks, on stderr in either output mode.
-          if (o->run && !rc.detail.contains("needs_gpu"))
+          if (on_gpu && !rc.detail.contains("needs_gpu")) ++refs_evaluated;
+          if (on_gpu && !rc.detail.contains("needs_gpu"))
             std::cerr << fmt::format("kopt: kb lint --run [{}/{}] {}: {} ({:.0f} s)\n", ref_no,
                                      selected_refs, d.id, rc.ok ? "ok" : "FAILED", secs);
           if (rc.detail.contains("needs_gpu")) {
@@ -446,7 +463,9 @@ void add_lint(CLI::App& group, const std::shared_ptr<kb_options>& o, exit_status
         j["compile_failures"] = compile_failures;
         j["references"] = refs;
         j["reference_failures"] = reference_failures;
-        j["references_run"] = o->run && !no_gpu;
+        // True only when a reference was evaluated on a GPU (not when --only named none).
+        j["references_run"] = refs_evaluated > 0;
+        j["references_evaluated"] = refs_evaluated;
       }
       print_json(j);
     } else {

@@ -12,20 +12,26 @@
 #   when the call is killed at its limit;
 # - ONE archive back ($OUT/packs.tgz) plus a short log: the device returns at
 #   most 8 files of at most 16 MiB, so per-pack files would be dropped;
-# - only files under 3 MB go into the archive, and a listing of what was left out.
+# - only files of at most 3 MiB go into the archive (a pack's own tgz included), and a
+#   listing of what was left out.
 set -u
 REAL=${OUT:?set OUT to the output folder of the device call}; T0=$(date +%s); ST=/tmp/run_packs
 rm -rf $ST; mkdir -p $ST
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $ST/gpu.txt 2>&1
 for spec in "$@"; do
   n=${spec%%:*}; lim=${spec##*:}
+  [[ "$spec" == *:* && "$lim" =~ ^[0-9]+$ ]] || { echo "== $spec: expected NAME:SECONDS"; continue; }
   [ -f .gpuwork/$n/run.sh ] || { echo "== $n: no .gpuwork/$n/run.sh (not carried?)"; continue; }
   export OUT=$ST/$n; mkdir -p $OUT
-  setsid timeout -k 3 "$lim" bash .gpuwork/$n/run.sh > $ST/$n.stdout 2>&1 < /dev/null; rc=$?
-  pkill -9 -f 'bundle/bin/kopt' 2>/dev/null; sleep 1
+  # Its own session, killed as a whole afterwards: kopt starts kopt-worker in a process group of
+  # its own, so killing the pack's process group alone would leave the worker on the GPU.
+  setsid -w timeout -k 3 "$lim" bash .gpuwork/$n/run.sh > $ST/$n.stdout 2>&1 < /dev/null &
+  sid=$!; wait $sid; rc=$?
+  pkill -9 -s $sid 2>/dev/null; sleep 1
   echo "== $n rc=$rc at $(( $(date +%s) - T0 )) s (limit $lim s), stdout $(stat -c %s $ST/$n.stdout) B"
   head -c 4000 $ST/$n.stdout | cut -c1-200
 done
 date -u >> $ST/gpu.txt
-(cd $ST && find . -type f -size +3M > left_out.txt; find . -type f ! -name '*.tgz' -size -3M | tar czf $REAL/packs.tgz -T -)
+# Byte units: find's -size M rounds up, so -3M would mean "at most 2 MiB".
+(cd $ST && find . -type f -size +3145728c > left_out.txt; find . -type f ! -size +3145728c | tar czf $REAL/packs.tgz -T -)
 echo "archive: $(stat -c %s $REAL/packs.tgz) B; left out: $(wc -l < $ST/left_out.txt) file(s)"

@@ -218,5 +218,27 @@ TEST_F(KbCli, LintOnlyCompilesTheNamedDocuments) {
   ASSERT_EQ(j["compile"].size(), 1u) << r.out;
   EXPECT_EQ(j["compile"][0]["id"], "vectorized-loads");
   EXPECT_TRUE(j["compile"][0]["ok"].get<bool>()) << j["compile"][0].dump();
-  EXPECT_GT(j["documents"].get<int>(), 2);  // every document is still linted
+  EXPECT_GT(j["documents"].get<int>(), 2);        // every document is still linted
+  EXPECT_FALSE(j["references_run"].get<bool>());  // compiled, not run on a GPU
+  // The tuning options need --compile / --run, and --seeds / --max-time / --peaks need --run:
+  // silently ignored, they would make a user think a check ran as asked.
+  EXPECT_EQ(kopt({"kb", "lint", "--only", "argmax-row-warp"}).code, 2);
+  EXPECT_EQ(kopt({"kb", "lint", "--compile", "--seeds", "2"}).code, 2);
+  EXPECT_EQ(kopt({"kb", "lint", "--run", "--peaks", (dir_ / "missing.json").string()}).code, 2);
+}
+
+// --only naming a document that does not parse reports that document's errors (exit 1), not
+// "no document with that id".
+TEST_F(KbCli, LintOnlyOfABrokenDocumentReportsItsErrors) {
+  kopt::kb::test::doc_spec s;
+  s.front[0] = "id: my-trick";
+  s.front[2] = "bottlenecks: [slowness]";
+  write("mine/my-trick.md", s.render());
+  const result r = kopt({"kb", "--no-builtin", "--kb-dir", (dir_ / "mine").string(), "lint",
+                         "--compile", "--only", "my-trick"});
+  EXPECT_EQ(
+      r.code,
+      r.out.empty() && r.err.find("needs a build with the worker") != std::string::npos ? 5 : 1)
+      << r.err;
+  EXPECT_NE(r.err.find("unknown bottleneck class 'slowness'"), std::string::npos) << r.err;
 }
