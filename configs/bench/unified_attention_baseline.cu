@@ -91,6 +91,11 @@ __device__ __forceinline__ void sts128(unsigned addr, uint4 v) {
 __device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ unsigned lds32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint4 lds128(unsigned addr) {
   uint4 v;
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
@@ -980,27 +985,27 @@ __device__ __forceinline__ void attn_ws_d128(
   // i / (hq ny)), the order of the one-item grid (heads fastest, longest q tiles first).
   const int tid = threadIdx.x, lane = tid & 31;
   const int g = lane >> 2, tig = lane & 3;
-  const int ny = (max_blocks - 2 + 7) / 8;  // ceil(seq_len / 128): max_blocks = seq_len / 16 + 2
-  const int nitems = hq * ny * cu[1];
   const int* const cus = cu + 2;
   // Barriers: fullQ[2] (128 cp.async arrivals + thread 0's, which publishes the item),
-  // fullK[NS], fullV[NS], empty[NS], emptyQ[2] (8 consumer warps), then the two item slots;
-  // Q buffers 2 x (2 x 16 KiB) and the ring, 1024-aligned.
+  // fullK[NS], fullV[NS], empty[NS], emptyQ[2] (8 consumer warps), then the item slots of the
+  // two Q buffers ({h, hk, r0, seq}, 16 bytes each, decoded by thread 0 only: the divisions
+  // and their loop-invariant parts spilled in the producer's 40 registers); the Q buffers
+  // 2 x (2 x 16 KiB) and the ring, 1024-aligned.
   const unsigned base = smem_u32(smem);
   const unsigned bQ = base, bK = base + 16, bV = bK + 8 * NS, bE = bV + 8 * NS, bQE = bE + 8 * NS;
-  volatile int* const s_item = reinterpret_cast<volatile int*>(smem + (bQE + 16 - base));
-  const unsigned sQ = (bQE + 24 + 1023u) & ~1023u;
+  const unsigned s_item = bQE + 16;
+  const unsigned sQ = (s_item + 32 + 1023u) & ~1023u;
   const unsigned sR = sQ + 4 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
-  int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0;
-  long long qs = 0, bt_row = 0;
-  auto decode = [&](int item) {
-    h = item % hq;
-    seq = item / (hq * ny);
-    r0 = (ny - 1 - (item / hq) % ny) * BM;
+  int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0, bt_row = 0;  // the producer's 40 regs
+  long long qs = 0;
+  auto decode = [&](const uint4& it) {  // the slot's item
+    h = static_cast<int>(it.x);
+    hk = static_cast<int>(it.y);
+    r0 = static_cast<int>(it.z);
+    seq = static_cast<int>(it.w);
     len = seqused_k[seq];
     qs = cus[seq];
-    hk = h / (hq / hkv);
-    bt_row = static_cast<long long>(seq) * max_blocks;
+    bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
     ntiles = (min(len, r0 + BM) + BN - 1) / BN;
   };
   if (tid == 0) {
@@ -1076,15 +1081,20 @@ __device__ __forceinline__ void attn_ws_d128(
       const unsigned bQb = bQ + 8 * qb, sQb = sQ + qb * 2 * TB;
       if (it >= 2) mbar_wait(bQE + 8 * qb, ((it >> 1) - 1) & 1);  // item it - 2 written out
       if (tid == 0) {  // the next item with rows (every one in the benchmark's shapes)
-        int item;
+        const int ny = (max_blocks + 5) >> 3;  // ceil(seq_len / 128): max_blocks - 2 = ceil(/ 16)
+        const int nitems = hq * ny * cu[1];
+        int item, sq, rq;
         do {
           item = atomicAdd(const_cast<int*>(cu), 1);
-        } while (item < nitems && (ny - 1 - (item / hq) % ny) * BM >= seqused_k[item / (hq * ny)]);
-        s_item[qb] = item;
+          sq = item / (hq * ny);
+          rq = (ny - 1 - (item / hq) % ny) * BM;
+        } while (item < nitems && rq >= seqused_k[sq]);
+        const int hh = item % hq;  // h = -1: no more work
+        sts128(s_item + 16 * qb, make_uint4(item < nitems ? hh : -1, hh / (hq / hkv), rq, sq));
       }
       bar_sync_n(7, 128);  // the producer warpgroup reads the slot
-      const int item = s_item[qb];
-      if (item >= nitems) {  // no more work: publish the end to the consumers
+      const uint4 item = lds128(s_item + 16 * qb);
+      if (static_cast<int>(item.x) < 0) {  // no more work: publish the end to the consumers
         mbar_arrive_if(bQb, true);
         mbar_arrive_if(bQb, tid == 0);
         break;
@@ -1106,26 +1116,47 @@ __device__ __forceinline__ void attn_ws_d128(
       for (int t = 0; t < ntiles; ++t) {
         const int s = (gt + t) % NS;
         if (gt + t >= NS) mbar_wait(bE + 8 * s, (((gt + t) / NS) - 1) & 1);
-        long long off[BN / 8];
-        bool ok[BN / 8];
+#if UA_PERSIST
+        // rows rr + 8 i of the tile: rows 2 k and 2 k + 1 lie in cache block t * 4 + k, 8 rows
+        // apart; one block-table load per pair and 32-bit cache rows (the 40 registers hold)
+        int crow[BN / 16];
 #pragma unroll
-        for (int i = 0; i < BN / 8; ++i) {
-          const int j = t * BN + rr + 8 * i;
-          ok[i] = j < len;
-          off[i] = 0;
-          if (ok[i]) {
-            const long long phys = block_table[bt_row + (j >> 4)];
-            off[i] = ((phys * 16 + (j & 15)) * hkv + hk) * D + cc * 8;
-          }
+        for (int k = 0; k < BN / 16; ++k) {
+          const int j = t * BN + 16 * k + rr;
+          crow[k] = j < len ? block_table[bt_row + (j >> 4)] * 16 + rr : 0;
         }
         const unsigned dk = sR + 2 * s * TB + dst_off;
+        auto kv_off = [&](int i) {
+          return (static_cast<long long>(crow[i >> 1] + 8 * (i & 1)) * hkv + hk) * D + cc * 8;
+        };
 #pragma unroll
         for (int i = 0; i < BN / 8; ++i)
-          cp_async16(dk + i * 1024, k_cache + off[i], ok[i] ? 16 : 0);
+          cp_async16(dk + i * 1024, k_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
         cp_async_mbar_arrive(bK + 8 * s);
 #pragma unroll
         for (int i = 0; i < BN / 8; ++i)
-          cp_async16(dk + TB + i * 1024, v_cache + off[i], ok[i] ? 16 : 0);
+          cp_async16(dk + TB + i * 1024, v_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
+#else
+      long long off[BN / 8];
+      bool ok[BN / 8];
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) {
+        const int j = t * BN + rr + 8 * i;
+        ok[i] = j < len;
+        off[i] = 0;
+        if (ok[i]) {
+          const long long phys = block_table[bt_row + (j >> 4)];
+          off[i] = ((phys * 16 + (j & 15)) * hkv + hk) * D + cc * 8;
+        }
+      }
+      const unsigned dk = sR + 2 * s * TB + dst_off;
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) cp_async16(dk + i * 1024, k_cache + off[i], ok[i] ? 16 : 0);
+      cp_async_mbar_arrive(bK + 8 * s);
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i)
+        cp_async16(dk + TB + i * 1024, v_cache + off[i], ok[i] ? 16 : 0);
+#endif
         if (UA_LO_SKIP) {
           cp_async_commit();  // group t: K_t, V_t
           if (t > 0) {        // V_{t-1} has landed: convert it to fp16 in place, then publish it
@@ -1154,8 +1185,8 @@ __device__ __forceinline__ void attn_ws_d128(
   for (int it = 0;; ++it) {
     const int qb = it & 1;
     mbar_wait(bQ + 8 * qb, (it >> 1) & 1);
-    const int item = s_item[qb];
-    if (item >= nitems) break;
+    const uint4 item = lds128(s_item + 16 * qb);
+    if (static_cast<int>(item.x) < 0) break;
     decode(item);
     const unsigned sQw = sQ + qb * 2 * TB + wg * TB;
 #else

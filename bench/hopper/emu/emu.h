@@ -156,6 +156,11 @@ inline void sts128(unsigned a, uint4 v) {
 inline void sts32(unsigned a, unsigned v) {
   std::memcpy(smem + a, &v, 4);
 }
+inline unsigned lds32(unsigned a) {
+  unsigned v;
+  std::memcpy(&v, smem + a, 4);
+  return v;
+}
 inline uint4 lds128(unsigned a) {
   uint4 v;
   std::memcpy(&v, smem + a, 16);
