@@ -268,12 +268,14 @@ extern "C" __global__ void __launch_bounds__(1024)
     unified_attention_cu(const int* __restrict__ seqused_k, int* __restrict__ cu, int num_seqs) {
   __shared__ int part[1024];
   const int t = threadIdx.x;
-#if UA_PERSIST  // the workspace is [work counter, num_seqs, cu...] (attn_ws_d128)
-  if (t == 0) {
+#if UA_PERSIST   // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
+  if (t == 0) {  // (attn_ws_d128)
     cu[0] = 0;
     cu[1] = num_seqs;
+    cu[2] = 0;
+    cu[3] = 0;
   }
-  cu += 2;
+  cu += 4;
 #endif
   const int per = (num_seqs + 1023) / 1024;
   const int b = t * per, e = min(num_seqs, b + per);
@@ -980,12 +982,14 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr int TB = BN * D * 2;   // bytes of one K or V tile (16 KiB)
   constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile or of a WG's Q
 #if UA_PERSIST
-  // Persistent: cu is the plan's workspace [counter, num_seqs, prefix sums...] (written by
-  // unified_attention_cu); work item i = (head i % hq, q tile ny - 1 - (i / hq) % ny, sequence
-  // i / (hq ny)), the order of the one-item grid (heads fastest, longest q tiles first).
+  // Persistent: cu is the plan's workspace [counter, num_seqs, finished blocks, 0, prefix
+  // sums...] (written by unified_attention_cu; the last block to finish zeroes the counters
+  // again, so a launch without unified_attention_cu before it still finds them at 0); work item i =
+  // (head i % hq, q tile ny - 1 - (i / hq) % ny, sequence i / (hq ny)), the order of the one-item
+  // grid (heads fastest, longest q tiles first).
   const int tid = threadIdx.x, lane = tid & 31;
   const int g = lane >> 2, tig = lane & 3;
-  const int* const cus = cu + 2;
+  const int* const cus = cu + 4;
   // Barriers: fullQ[2] (128 cp.async arrivals + thread 0's, which publishes the item),
   // fullK[NS], fullV[NS], empty[NS], emptyQ[2] (8 consumer warps), then the item slots of the
   // two Q buffers ({h, hk, r0, seq}, 16 bytes each, decoded by thread 0 only: the divisions
@@ -1097,6 +1101,14 @@ __device__ __forceinline__ void attn_ws_d128(
       if (static_cast<int>(item.x) < 0) {  // no more work: publish the end to the consumers
         mbar_arrive_if(bQb, true);
         mbar_arrive_if(bQb, tid == 0);
+        if (tid == 0) {  // this block's last fetch is done: the last block resets the counters
+          int* const ws = const_cast<int*>(cu);
+          __threadfence();
+          if (atomicAdd(ws + 2, 1) == static_cast<int>(gridDim.x) - 1) {
+            atomicExch(ws, 0);
+            atomicExch(ws + 2, 0);
+          }
+        }
         break;
       }
       decode(item);
@@ -1477,8 +1489,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                           int max_blocks) {
   extern __shared__ __align__(128) unsigned char smem[];
   if (block_size != 16) return;
-#if UA_PERSIST  // the workspace's prefix sums follow the work counter and num_seqs
-  cu += 2;
+#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+  cu += 4;
 #endif
   const int len = seqused_k[blockIdx.z];
   const long long qs = cu[blockIdx.z];

@@ -82,6 +82,12 @@ inline float __int_as_float(int i) {
 inline int atomicAdd(int* p, int v) {  // device-scope atomic (the persistent kernel's counter)
   return std::atomic_ref<int>(*p).fetch_add(v);
 }
+inline int atomicExch(int* p, int v) {
+  return std::atomic_ref<int>(*p).exchange(v);
+}
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 inline float rsqrtf(float x) {
   return 1.0f / std::sqrt(x);
 }
