@@ -91,6 +91,9 @@ __device__ __forceinline__ void sts128(unsigned addr, uint4 v) {
 __device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ void st_relaxed_gpu(int* p, int v) {
+  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ unsigned lds32(unsigned addr) {
   unsigned v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
@@ -1105,8 +1108,8 @@ __device__ __forceinline__ void attn_ws_d128(
           int* const ws = const_cast<int*>(cu);
           __threadfence();
           if (atomicAdd(ws + 2, 1) == static_cast<int>(gridDim.x) - 1) {
-            atomicExch(ws, 0);
-            atomicExch(ws + 2, 0);
+            st_relaxed_gpu(ws, 0);  // (atomicExch brings a module-scope helper variable)
+            st_relaxed_gpu(ws + 2, 0);
           }
         }
         break;

@@ -82,8 +82,8 @@ inline float __int_as_float(int i) {
 inline int atomicAdd(int* p, int v) {  // device-scope atomic (the persistent kernel's counter)
   return std::atomic_ref<int>(*p).fetch_add(v);
 }
-inline int atomicExch(int* p, int v) {
-  return std::atomic_ref<int>(*p).exchange(v);
+inline void st_relaxed_gpu(int* p, int v) {
+  std::atomic_ref<int>(*p).store(v, std::memory_order_relaxed);
 }
 inline void __threadfence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
