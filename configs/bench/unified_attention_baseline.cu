@@ -1090,9 +1090,16 @@ __device__ __forceinline__ void attn_ws_d128(
       if (tid == 0) {  // the next item with rows (every one in the benchmark's shapes)
         const int ny = (max_blocks + 5) >> 3;  // ceil(seq_len / 128): max_blocks - 2 = ceil(/ 16)
         const int nitems = hq * ny * cu[1];
+        // a grid of one block per item (the plan's choice for long sequences at UA_PERSIST = 2):
+        // block b takes item b (the one-item grid's order) and no other, without the counter
+        int next = gridDim.x * gridDim.y * gridDim.z == nitems && it == 0
+                       ? blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)
+                       : -1;
         int item, sq, rq;
         do {
-          item = atomicAdd(const_cast<int*>(cu), 1);
+          item = gridDim.x * gridDim.y * gridDim.z == nitems ? next
+                                                             : atomicAdd(const_cast<int*>(cu), 1);
+          next = nitems;
           sq = item / (hq * ny);
           rq = (ny - 1 - (item / hq) % ny) * BM;
         } while (item < nitems && rq >= seqused_k[sq]);
@@ -1104,8 +1111,8 @@ __device__ __forceinline__ void attn_ws_d128(
       if (static_cast<int>(item.x) < 0) {  // no more work: publish the end to the consumers
         mbar_arrive_if(bQb, true);
         mbar_arrive_if(bQb, tid == 0);
-        if (tid == 0) {  // this block's last fetch is done: the last block resets the counters
-          int* const ws = const_cast<int*>(cu);
+        if (tid == 0 && gridDim.y * gridDim.z == 1) {  // the last fetch of a persistent block
+          int* const ws = const_cast<int*>(cu);  // is done: the last block resets the counters
           __threadfence();
           if (atomicAdd(ws + 2, 1) == static_cast<int>(gridDim.x) - 1) {
             st_relaxed_gpu(ws, 0);  // (atomicExch brings a module-scope helper variable)

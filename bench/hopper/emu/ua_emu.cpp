@@ -77,7 +77,9 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
              static_cast<unsigned>(n)};
 #if UA_PERSIST  // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
   cu.insert(cu.begin(), {0, n, 0, 0});
-  if (UA_WGMMA == 3 && d == 128) {  // the plan's grid: min(132, work items) blocks
+  // the plan's grid: min(132, work items) blocks (at UA_PERSIST = 2 only up to 1024 tokens;
+  // longer sequences keep the one-item grid, each block taking its own item)
+  if (UA_WGMMA == 3 && d == 128 && !(UA_PERSIST == 2 && maxlen > 1024)) {
     const char* ge = std::getenv("UA_EMU_GRID");
     const unsigned items = grid.x * grid.y * grid.z;
     grid = {std::min(items, ge ? static_cast<unsigned>(std::atoi(ge)) : 132u), 1, 1};
