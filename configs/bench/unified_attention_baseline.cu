@@ -54,6 +54,11 @@
 //   above): 1 converts V to fp16 in shared memory, splits P as fp16 hi + fp16 lo and skips a
 //   tile's lo product when its rounding error is statistically negligible for every row of the
 //   warpgroup (derivation at attn_ws_d128); 2 is the fp16 path with every lo product kept.
+// - UA_PERSIST (parameter of the UA_WGMMA = 3 path, default 0 = one block per work item):
+//   1 makes unified_attention_ws persistent (min(132, items) blocks taking items from a counter
+//   in the workspace, in the one-item grid's order; Q double-buffered so the producer loads the
+//   next item's Q and first K / V tiles while the consumers finish the current one); 2 is 1 up
+//   to 1024 tokens and the one-item grid above (see attn_ws_d128). Not yet run on a GPU.
 // Measured on H200 (2026-12-02 11:51 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
 // this default is correct on all 25 workloads, 27.7 % of speed of light weighted; s20
 // 918 us (35.7 %). The previous default (UA_WGMMA = 2, two wgmma warpgroups without a
@@ -824,6 +829,25 @@ __device__ __forceinline__ void attn_wgmma_d128(
 //   bar.red result alone made it serialize the loop's wgmma, C7520; a guard predicate on the
 //   wgmma did too). A skip adds the tile's sum p^2 to E2 and omits lo's conversion and its
 //   four wgmma. Fully masked tiles (the diagonal tile of the lower warpgroup) always skip.
+//
+// UA_PERSIST = 1 (persistent blocks; 2: the same kernel, the plan gives it the one-item grid
+// above 1024 tokens and the kernel then takes blockIdx's item without the counter):
+// - Work item i = (head i % hq, q tile ny - 1 - (i / hq) % ny, sequence i / (hq ny)), the order
+//   in which the hardware issues the one-item grid (heads fastest, longest q tiles first), taken
+//   dynamically: producer thread 0 atomically increments the workspace's counter (skipping items
+//   whose q tile lies past their sequence's end), decodes the item and stores {h, hk, r0, seq}
+//   in the slot of Q buffer it % 2 (h = -1: no more work); a named barrier (7) hands it to the
+//   producer warpgroup, the Q buffer's full mbarrier (129 arrivals: 128 cp.async + thread 0's
+//   plain release arrive after the slot's store) to the consumers.
+// - Q double-buffered (2 x 32 KiB, 160 KiB of shared memory in all): the producer refills
+//   buffer b only after its empty mbarrier saw the 8 consumer warps once the previous item in b
+//   was written out (the output is still staged in the item's own Q region, which the producer
+//   does not touch until then). Stage and phase of the K / V ring run on across items (one tile
+//   counter in producer and consumers); the consumers also release each item's last stage.
+// - The last block to finish (a second counter) zeroes both counters, so a launch without
+//   unified_attention_cu before it still starts at 0; unified_attention_cu also zeroes them.
+// - The producer keeps its 40 registers: no integer division in its loop (thread 0 decodes),
+//   one block-table load per two rows of a tile (32-bit cache rows).
 #ifndef UA_NS
 // K / V ring stages of the warp-specialized path (32 KiB each)
 #define UA_NS 3
@@ -1094,7 +1118,7 @@ __device__ __forceinline__ void attn_ws_d128(
         // block b takes item b (the one-item grid's order) and no other, without the counter
         int next = gridDim.x * gridDim.y * gridDim.z == nitems && it == 0
                        ? blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)
-                       : -1;
+                       : nitems;
         int item, sq, rq;
         do {
           item = gridDim.x * gridDim.y * gridDim.z == nitems ? next

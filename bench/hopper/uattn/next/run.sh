@@ -11,10 +11,13 @@
 #     b0h  baseline on s20, s21
 #     p1m  UA_PERSIST=1 on the other 256-token batches except the two giant ones
 #  B: p1g  UA_PERSIST=1 on s13, s19 (the giant inputs: slow generation and reference)
+#     p2h  UA_PERSIST=2 on s20, s21 (the rule's fallback: one-item grid above 1024 tokens, run by
+#          the persistent kernel; should match b0h)
 #     b0m  baseline on p1m's workloads
 #     b0g  baseline on s13, s19
 #     r1a  UA_PERSIST=1 + UA_S_RS=1 on p1a's workloads
-#     san  UA_PERSIST=1 under compute-sanitizer (racecheck etc.) on its smallest workload
+#     san  UA_PERSIST=1 under compute-sanitizer (kopt eval --sanitize) on s3 (16 blocks); runs
+#          only with LIMIT raised (LIMIT=190 and a 200 s run_packs limit)
 R=$PWD; W=$(dirname "$(readlink -f "$0")"); NAME=$(basename "$W"); S=$R/.gpuwork/suite; T0=$(date +%s)
 LIMIT=${LIMIT:-140}
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
@@ -46,9 +49,10 @@ if [ "${NAME%b}" = "$NAME" ]; then  # steps A
   ev p1m cand_persist1 40 $M
 else  # steps B
   ev p1g cand_persist1 35 $G
+  ev p2h cand_persist2 14 $H
   ev b0m - 35 $M
   ev b0g - 35 $G
-  ev r1a cand_persist1_rs1 28 $A
+  ev r1a cand_persist1_rs1 20 $A
   ev san cand_persist1 40 s3_n1_l16_hq16_hkv1_d128 --sanitize
 fi
 el "done"
