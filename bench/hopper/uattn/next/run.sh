@@ -26,7 +26,7 @@ K=$S/bundle/bin/kopt; P="--peaks $W/configs/hardware/gpus.json --seeds 1 --no-st
 CFG=$W/configs/bench/unified_attention.json
 el() { echo "$1 t=$(( $(date +%s) - T0 ))s" | tee -a $OUT/log.txt; }
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $OUT/gpu.txt 2>&1
+{ timeout 10 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $OUT/gpu.txt 2>&1
 ev() {  # name candidate-json|- timeout workloads [extra kopt options]; keeps what it writes small
   local L=$(left); local T=$3; [ $T -gt $(( L - 3 )) ] && T=$(( L - 3 ))
   if [ $T -lt 8 ]; then el "$1 SKIPPED (left $L s)"; return; fi
