@@ -4,7 +4,7 @@
 # every item from the counter (the multi-item path: Q double buffer, ring across items) and the
 # others find the counter exhausted; with the plan's grid min(132, items) = items (every case
 # here but the UA_EMU_GRID ones) each block takes its own item without the counter.
-cd "$(git rev-parse --show-toplevel)"
+cd "$(git rev-parse --show-toplevel)" && mkdir -p /tmp/emu
 for combo in "1 0 0" "1 0 1" "1 1 0" "1 2 0" "1 1 1" "2 0 0"; do
   set -- $combo
   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU -DUA_WGMMA=3 -DUA_PERSIST=$1 -DUA_LO_SKIP=$2 -DUA_S_RS=$3 bench/hopper/emu/ua_emu.cpp -o /tmp/emu/ua_p$1_l$2_r$3 || exit 1
