@@ -54,6 +54,11 @@
 //   above): 1 converts V to fp16 in shared memory, splits P as fp16 hi + fp16 lo and skips a
 //   tile's lo product when its rounding error is statistically negligible for every row of the
 //   warpgroup (derivation at attn_ws_d128); 2 is the fp16 path with every lo product kept.
+// - UA_PERSIST (parameter of the UA_WGMMA = 3 path, default 0 = one block per work item):
+//   1 makes unified_attention_ws persistent (min(132, items) blocks taking items from a counter
+//   in the workspace, in the one-item grid's order; Q double-buffered so the producer loads the
+//   next item's Q and first K / V tiles while the consumers finish the current one); 2 is 1 up
+//   to 1024 tokens and the one-item grid above (see attn_ws_d128). Not yet run on a GPU.
 // Measured on H200 (2026-12-02 11:51 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
 // this default is correct on all 25 workloads, 27.7 % of speed of light weighted; s20
 // 918 us (35.7 %). The previous default (UA_WGMMA = 2, two wgmma warpgroups without a
@@ -90,6 +95,14 @@ __device__ __forceinline__ void sts128(unsigned addr, uint4 v) {
 }
 __device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_gpu(int* p, int v) {
+  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned lds32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 __device__ __forceinline__ uint4 lds128(unsigned addr) {
   uint4 v;
@@ -138,6 +151,11 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
   return *reinterpret_cast<unsigned*>(&h);
 }
 
+#ifndef UA_PERSIST
+// 1: the warp-specialized d = 128 kernel is persistent (grid min(132, work items), items taken
+// from a counter in the workspace, see attn_ws_d128); 0: one block per (head, q tile, sequence)
+#define UA_PERSIST 0
+#endif
 #ifndef UA_WGMMA
 // d = 128 on 1: wgmma, one warpgroup of 64 rows per block (attn_wgmma_d128<1>); 2: wgmma,
 // two warpgroups of 64 rows sharing each K / V tile (256 threads); 0: the mma.sync path
@@ -258,6 +276,15 @@ extern "C" __global__ void __launch_bounds__(1024)
     unified_attention_cu(const int* __restrict__ seqused_k, int* __restrict__ cu, int num_seqs) {
   __shared__ int part[1024];
   const int t = threadIdx.x;
+#if UA_PERSIST   // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
+  if (t == 0) {  // (attn_ws_d128)
+    cu[0] = 0;
+    cu[1] = num_seqs;
+    cu[2] = 0;
+    cu[3] = 0;
+  }
+  cu += 4;
+#endif
   const int per = (num_seqs + 1023) / 1024;
   const int b = t * per, e = min(num_seqs, b + per);
   int s = 0;
@@ -802,12 +829,34 @@ __device__ __forceinline__ void attn_wgmma_d128(
 //   bar.red result alone made it serialize the loop's wgmma, C7520; a guard predicate on the
 //   wgmma did too). A skip adds the tile's sum p^2 to E2 and omits lo's conversion and its
 //   four wgmma. Fully masked tiles (the diagonal tile of the lower warpgroup) always skip.
+//
+// UA_PERSIST = 1 (persistent blocks; 2: the same kernel, the plan gives it the one-item grid
+// above 1024 tokens and the kernel then takes blockIdx's item without the counter):
+// - Work item i = (head i % hq, q tile ny - 1 - (i / hq) % ny, sequence i / (hq ny)), the order
+//   in which the hardware issues the one-item grid (heads fastest, longest q tiles first), taken
+//   dynamically: producer thread 0 atomically increments the workspace's counter (skipping items
+//   whose q tile lies past their sequence's end), decodes the item and stores {h, hk, r0, seq}
+//   in the slot of Q buffer it % 2 (h = -1: no more work); a named barrier (7) hands it to the
+//   producer warpgroup, the Q buffer's full mbarrier (129 arrivals: 128 cp.async + thread 0's
+//   plain release arrive after the slot's store) to the consumers.
+// - Q double-buffered (2 x 32 KiB, 160 KiB of shared memory in all): the producer refills
+//   buffer b only after its empty mbarrier saw the 8 consumer warps once the previous item in b
+//   was written out (the output is still staged in the item's own Q region, which the producer
+//   does not touch until then). Stage and phase of the K / V ring run on across items (one tile
+//   counter in producer and consumers); the consumers also release each item's last stage.
+// - The last block to finish (a second counter) zeroes both counters, so a launch without
+//   unified_attention_cu before it still starts at 0; unified_attention_cu also zeroes them.
+// - The producer keeps its 40 registers: no integer division in its loop (thread 0 decodes),
+//   one block-table load per two rows of a tile (32-bit cache rows).
 #ifndef UA_NS
 // K / V ring stages of the warp-specialized path (32 KiB each)
 #define UA_NS 3
 #endif
 #ifndef UA_PINGPONG
 #define UA_PINGPONG 0
+#endif
+#if UA_PERSIST && UA_PINGPONG
+#error "UA_PERSIST: the ping-pong's named-barrier turns do not carry across work items"
 #endif
 #ifndef UA_LO_SKIP
 // 0: P V in bf16 with P = hi + lo (two products per tile); 1: V converted to fp16 by the producer,
@@ -959,6 +1008,51 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr int D = 128, BM = 128, BN = 64, CH = D / 8, NS = UA_NS;
   constexpr int TB = BN * D * 2;   // bytes of one K or V tile (16 KiB)
   constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile or of a WG's Q
+#if UA_PERSIST
+  // Persistent: cu is the plan's workspace [counter, num_seqs, finished blocks, 0, prefix
+  // sums...] (written by unified_attention_cu; the last block to finish zeroes the counters
+  // again, so a launch without unified_attention_cu before it still finds them at 0); work item i =
+  // (head i % hq, q tile ny - 1 - (i / hq) % ny, sequence i / (hq ny)), the order of the one-item
+  // grid (heads fastest, longest q tiles first).
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const int* const cus = cu + 4;
+  // Barriers: fullQ[2] (128 cp.async arrivals + thread 0's, which publishes the item),
+  // fullK[NS], fullV[NS], empty[NS], emptyQ[2] (8 consumer warps), then the item slots of the
+  // two Q buffers ({h, hk, r0, seq}, 16 bytes each, decoded by thread 0 only: the divisions
+  // and their loop-invariant parts spilled in the producer's 40 registers); the Q buffers
+  // 2 x (2 x 16 KiB) and the ring, 1024-aligned.
+  const unsigned base = smem_u32(smem);
+  const unsigned bQ = base, bK = base + 16, bV = bK + 8 * NS, bE = bV + 8 * NS, bQE = bE + 8 * NS;
+  const unsigned s_item = bQE + 16;
+  const unsigned sQ = (s_item + 32 + 1023u) & ~1023u;
+  const unsigned sR = sQ + 4 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0, bt_row = 0;  // the producer's 40 regs
+  long long qs = 0;
+  auto decode = [&](const uint4& it) {  // the slot's item
+    h = static_cast<int>(it.x);
+    hk = static_cast<int>(it.y);
+    r0 = static_cast<int>(it.z);
+    seq = static_cast<int>(it.w);
+    len = seqused_k[seq];
+    qs = cus[seq];
+    bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
+    ntiles = (min(len, r0 + BM) + BN - 1) / BN;
+  };
+  if (tid == 0) {
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(bQ + 8 * b, 129);
+      mbar_init(bQE + 8 * b, 8);
+    }
+    for (int s = 0; s < NS; ++s) {
+      mbar_init(bK + 8 * s, 128);
+      mbar_init(bV + 8 * s, 128);
+      mbar_init(bE + 8 * s, 8);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+#else
   const int h = blockIdx.x, seq = blockIdx.z;
   const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
   const int len = seqused_k[seq];
@@ -987,6 +1081,7 @@ __device__ __forceinline__ void attn_ws_d128(
     mbar_init_fence();
   }
   __syncthreads();
+#endif
 
   if (tid < 128) {  // the producer warpgroup
     setmaxnreg_dec<40>();
@@ -1010,17 +1105,84 @@ __device__ __forceinline__ void attn_ws_d128(
       fence_proxy_async();  // the generic-proxy stores, before the wgmma (async proxy) reads
       mbar_arrive_if(bV + 8 * st, true);
     };
+#if UA_PERSIST
+    int gt = 0;  // tiles issued so far: the ring position runs on across items
+    for (int it = 0;; ++it) {
+      const int qb = it & 1;
+      const unsigned bQb = bQ + 8 * qb, sQb = sQ + qb * 2 * TB;
+      if (it >= 2) mbar_wait(bQE + 8 * qb, ((it >> 1) - 1) & 1);  // item it - 2 written out
+      if (tid == 0) {  // the next item with rows (every one in the benchmark's shapes)
+        const int ny = (max_blocks + 5) >> 3;  // ceil(seq_len / 128): max_blocks - 2 = ceil(/ 16)
+        const int nitems = hq * ny * cu[1];
+        // a grid of one block per item (the plan's choice for long sequences at UA_PERSIST = 2):
+        // block b takes item b (the one-item grid's order) and no other, without the counter
+        int next = gridDim.x * gridDim.y * gridDim.z == nitems && it == 0
+                       ? blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)
+                       : nitems;
+        int item, sq, rq;
+        do {
+          item = gridDim.x * gridDim.y * gridDim.z == nitems ? next
+                                                             : atomicAdd(const_cast<int*>(cu), 1);
+          next = nitems;
+          sq = item / (hq * ny);
+          rq = (ny - 1 - (item / hq) % ny) * BM;
+        } while (item < nitems && rq >= seqused_k[sq]);
+        const int hh = item % hq;  // h = -1: no more work
+        sts128(s_item + 16 * qb, make_uint4(item < nitems ? hh : -1, hh / (hq / hkv), rq, sq));
+      }
+      bar_sync_n(7, 128);  // the producer warpgroup reads the slot
+      const uint4 item = lds128(s_item + 16 * qb);
+      if (static_cast<int>(item.x) < 0) {  // no more work: publish the end to the consumers
+        mbar_arrive_if(bQb, true);
+        mbar_arrive_if(bQb, tid == 0);
+        if (tid == 0 && gridDim.y * gridDim.z == 1) {  // the last fetch of a persistent block
+          int* const ws = const_cast<int*>(cu);  // is done: the last block resets the counters
+          __threadfence();
+          if (atomicAdd(ws + 2, 1) == static_cast<int>(gridDim.x) - 1) {
+            st_relaxed_gpu(ws, 0);  // (atomicExch brings a module-scope helper variable)
+            st_relaxed_gpu(ws + 2, 0);
+          }
+        }
+        break;
+      }
+      decode(item);
+#else
+    constexpr int gt = 0;
+    const unsigned bQb = bQ, sQb = sQ;
+#endif
 #pragma unroll
-    for (int i = 0; i < BM / 8; ++i) {  // Q: block row rr + 8 i, warpgroup (rr + 8 i) / 64
-      const int row = rr + 8 * i, r = r0 + row;
-      const bool ok = r < len;
-      cp_async16(sQ + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
-                 ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
-    }
-    cp_async_mbar_arrive(bQ);
-    for (int t = 0; t < ntiles; ++t) {
-      const int s = t % NS;
-      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
+      for (int i = 0; i < BM / 8; ++i) {  // Q: block row rr + 8 i, warpgroup (rr + 8 i) / 64
+        const int row = rr + 8 * i, r = r0 + row;
+        const bool ok = r < len;
+        cp_async16(sQb + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
+                   ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
+      }
+      cp_async_mbar_arrive(bQb);
+      if (UA_PERSIST) mbar_arrive_if(bQb, tid == 0);  // after the slot's store (release)
+      for (int t = 0; t < ntiles; ++t) {
+        const int s = (gt + t) % NS;
+        if (gt + t >= NS) mbar_wait(bE + 8 * s, (((gt + t) / NS) - 1) & 1);
+#if UA_PERSIST
+        // rows rr + 8 i of the tile: rows 2 k and 2 k + 1 lie in cache block t * 4 + k, 8 rows
+        // apart; one block-table load per pair and 32-bit cache rows (the 40 registers hold)
+        int crow[BN / 16];
+#pragma unroll
+        for (int k = 0; k < BN / 16; ++k) {
+          const int j = t * BN + 16 * k + rr;
+          crow[k] = j < len ? block_table[bt_row + (j >> 4)] * 16 + rr : 0;
+        }
+        const unsigned dk = sR + 2 * s * TB + dst_off;
+        auto kv_off = [&](int i) {
+          return (static_cast<long long>(crow[i >> 1] + 8 * (i & 1)) * hkv + hk) * D + cc * 8;
+        };
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+          cp_async16(dk + i * 1024, k_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
+        cp_async_mbar_arrive(bK + 8 * s);
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+          cp_async16(dk + TB + i * 1024, v_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
+#else
       long long off[BN / 8];
       bool ok[BN / 8];
 #pragma unroll
@@ -1040,285 +1202,313 @@ __device__ __forceinline__ void attn_ws_d128(
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i)
         cp_async16(dk + TB + i * 1024, v_cache + off[i], ok[i] ? 16 : 0);
-      if (UA_LO_SKIP) {
-        cp_async_commit();  // group t: K_t, V_t
-        if (t > 0) {        // V_{t-1} has landed: convert it to fp16 in place, then publish it
-          cp_async_wait<1>();
-          convert_v((t - 1) % NS);
+#endif
+        if (UA_LO_SKIP) {
+          cp_async_commit();  // group t: K_t, V_t
+          if (t > 0) {        // V_{t-1} has landed: convert it to fp16 in place, then publish it
+            cp_async_wait<1>();
+            convert_v((gt + t - 1) % NS);
+          }
+        } else {
+          cp_async_mbar_arrive(bV + 8 * s);
         }
-      } else {
-        cp_async_mbar_arrive(bV + 8 * s);
       }
+      if (UA_LO_SKIP) {
+        cp_async_wait<0>();
+        convert_v((gt + ntiles - 1) % NS);
+      }
+#if UA_PERSIST
+      gt += ntiles;
     }
-    if (UA_LO_SKIP) {
-      cp_async_wait<0>();
-      convert_v((ntiles - 1) % NS);
-    }
+#endif
     return;
   }
 
   setmaxnreg_inc<232>();
   const int ct = tid - 128, wg = ct >> 7, warp = ct >> 5, wl = warp & 3;
-  const int wrow_lo = r0 + 64 * wg + 16 * wl;
+#if UA_PERSIST
+  int gt = 0;  // tiles consumed so far (the producer's ring position)
+  for (int it = 0;; ++it) {
+    const int qb = it & 1;
+    mbar_wait(bQ + 8 * qb, (it >> 1) & 1);
+    const uint4 item = lds128(s_item + 16 * qb);
+    if (static_cast<int>(item.x) < 0) break;
+    decode(item);
+    const unsigned sQw = sQ + qb * 2 * TB + wg * TB;
+#else
+  constexpr int gt = 0;
   const unsigned sQw = sQ + wg * TB;
-  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
-  float o[D / 2], sacc[BN / 2];
+#endif
+    const int wrow_lo = r0 + 64 * wg + 16 * wl;
+    const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+    float o[D / 2], sacc[BN / 2];
 #pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
-  float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
-  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+    for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+    float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+    unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
 #pragma unroll
-  for (int kj = 0; kj < BN / 16; ++kj)
+    for (int kj = 0; kj < BN / 16; ++kj)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
-  // UA_LO_SKIP: e2 = sum of p^2 (the row's, in the scale of m) over the tiles whose lo product
-  // was skipped; skip_pv: P_{t-1} V_{t-1} without its lo product (uniform over the warpgroup).
-  float e2[2] = {0.f, 0.f};
-  bool skip_pv = false;
-  constexpr float kLoB = static_cast<float>(UA_LO_VB) / (2048.f * 1.7320508f * UA_LO_TAU);
-  constexpr float kLoC = kLoB * kLoB;  // 2035 at VB = 4, TAU = 2.5e-5
-  mbar_wait(bQ, 0);
-  if (UA_PINGPONG) bar_arrive_if(1, 256, wg == 1);  // warpgroup 0 issues first
-  // P V: lo then hi (bf16), fp16 with UA_LO_SKIP (hi only when skip, a warpgroup-uniform branch)
-  auto pv_issue = [&](const unsigned long long* dv, bool skip) {
-    if (UA_LO_SKIP) {
-      if (skip) {
+      for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+    // UA_LO_SKIP: e2 = sum of p^2 (the row's, in the scale of m) over the tiles whose lo product
+    // was skipped; skip_pv: P_{t-1} V_{t-1} without its lo product (uniform over the warpgroup).
+    float e2[2] = {0.f, 0.f};
+    bool skip_pv = false;
+    constexpr float kLoB = static_cast<float>(UA_LO_VB) / (2048.f * 1.7320508f * UA_LO_TAU);
+    constexpr float kLoC = kLoB * kLoB;  // 2035 at VB = 4, TAU = 2.5e-5
+    if (!UA_PERSIST) mbar_wait(bQ, 0);
+    if (UA_PINGPONG) bar_arrive_if(1, 256, wg == 1);  // warpgroup 0 issues first
+    // P V: lo then hi (bf16), fp16 with UA_LO_SKIP (hi only when skip, a warpgroup-uniform branch)
+    auto pv_issue = [&](const unsigned long long* dv, bool skip) {
+      if (UA_LO_SKIP) {
+        if (skip) {
 #pragma unroll
-        for (int kj = 0; kj < BN / 16; ++kj) wgmma_m64n128k16_rs_t_h(o, ph[kj], dv[kj]);
+          for (int kj = 0; kj < BN / 16; ++kj) wgmma_m64n128k16_rs_t_h(o, ph[kj], dv[kj]);
+        } else {
+#pragma unroll
+          for (int kj = 0; kj < BN / 16; ++kj) {
+            wgmma_m64n128k16_rs_t_h(o, pl[kj], dv[kj]);
+            wgmma_m64n128k16_rs_t_h(o, ph[kj], dv[kj]);
+          }
+        }
       } else {
 #pragma unroll
         for (int kj = 0; kj < BN / 16; ++kj) {
-          wgmma_m64n128k16_rs_t_h(o, pl[kj], dv[kj]);
-          wgmma_m64n128k16_rs_t_h(o, ph[kj], dv[kj]);
+          if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
+          wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
         }
       }
-    } else {
-#pragma unroll
-      for (int kj = 0; kj < BN / 16; ++kj) {
-        if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
-        wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
-      }
-    }
-  };
+    };
 
 #if UA_S_RS
-  // Q's A fragments (the mma layout: ldmatrix of the warp's 16 rows from the swizzled panels)
-  unsigned qf[D / 16][4];
+    // Q's A fragments (the mma layout: ldmatrix of the warp's 16 rows from the swizzled panels)
+    unsigned qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int row = 16 * wl + (lane & 15), ch = kk * 2 + (lane >> 4);
-    ldsm_x4(sQw + (ch >> 3) * PANEL + row * 128 + (((ch & 7) ^ (row & 7)) << 4), qf[kk]);
-  }
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int row = 16 * wl + (lane & 15), ch = kk * 2 + (lane >> 4);
+      ldsm_x4(sQw + (ch >> 3) * PANEL + row * 128 + (((ch & 7) ^ (row & 7)) << 4), qf[kk]);
+    }
 #else
   unsigned long long dq[D / 16];  // Q's descriptors per k16 step (loop-invariant)
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     dq[kk] = desc_sw128(sQw, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
 #endif
-  // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
-  for (int t = 0; t < ntiles; ++t) {
-    const bool do_pv = t > 0;
-    const int s = t % NS, sp = (t + NS - 1) % NS;
-    mbar_wait(bK + 8 * s, (t / NS) & 1);
-    if (do_pv) mbar_wait(bV + 8 * sp, ((t - 1) / NS) & 1);
-    fence_proxy_async();
-    if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
-    // every wgmma input (descriptors included) is defined before the fence: ptxas serializes
-    // a pipeline stage whose inputs are written inside it (C7513)
-    unsigned long long dk[D / 16], dv[BN / 16];
+    // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
+    for (int t = 0; t < ntiles; ++t) {
+      const bool do_pv = t > 0;
+      const int s = (gt + t) % NS, sp = (gt + t + NS - 1) % NS;
+      mbar_wait(bK + 8 * s, ((gt + t) / NS) & 1);
+      if (do_pv) mbar_wait(bV + 8 * sp, ((gt + t - 1) / NS) & 1);
+      fence_proxy_async();
+      if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
+      // every wgmma input (descriptors included) is defined before the fence: ptxas serializes
+      // a pipeline stage whose inputs are written inside it (C7513)
+      unsigned long long dk[D / 16], dv[BN / 16];
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      dk[kk] = desc_sw128(sR + 2 * s * TB, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
+      for (int kk = 0; kk < D / 16; ++kk)
+        dk[kk] = desc_sw128(sR + 2 * s * TB, 16, 1024) + (kk >> 2) * (PANEL >> 4) + 2 * (kk & 3);
 #pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-      dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
+      for (int kj = 0; kj < BN / 16; ++kj)
+        dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
 #if UA_S_RS
-    fence_uregs<D / 4>(&qf[0][0]);
+      fence_uregs<D / 4>(&qf[0][0]);
 #else
     fence_desc<D / 16>(dq);
 #endif
-    fence_desc<D / 16>(dk);
-    fence_desc<BN / 16>(dv);
-    fence_regs<D / 2>(o);
-    fence_regs<BN / 2>(sacc);
-    fence_uregs<BN / 4>(&ph[0][0]);
-    fence_uregs<BN / 4>(&pl[0][0]);
-    wgmma_fence();
+      fence_desc<D / 16>(dk);
+      fence_desc<BN / 16>(dv);
+      fence_regs<D / 2>(o);
+      fence_regs<BN / 2>(sacc);
+      fence_uregs<BN / 4>(&ph[0][0]);
+      fence_uregs<BN / 4>(&pl[0][0]);
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+      for (int kk = 0; kk < D / 16; ++kk)
 #if UA_S_RS
-      wgmma_m64n64k16_rs(sacc, qf[kk], dk[kk], kk > 0);
+        wgmma_m64n64k16_rs(sacc, qf[kk], dk[kk], kk > 0);
 #else
       wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
 #endif
-    wgmma_commit();
-    if (do_pv) {
+      wgmma_commit();
+      if (do_pv) {
+        wgmma_fence();
+        pv_issue(dv, skip_pv);
+        wgmma_commit();
+      }
+      if (do_pv)
+        wgmma_wait<1>();
+      else
+        wgmma_wait<0>();
+      fence_regs<BN / 2>(sacc);
+      // the other warpgroup's turn, once this one's S has completed (arriving right after the
+      // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
+      if (UA_PINGPONG) bar_arrive_n(2 - wg, 256);
+      const int t0 = t * BN;
+      if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = wrow_lo + g + (e >> 1) * 8;
+            const int j = t0 + n * 8 + 2 * tig + (e & 1);
+            if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+          }
+      }
+      unsigned nh[BN / 16][4], nl[BN / 16][4];
+      float corr[2], tsum2[2] = {0.f, 0.f};
+      bool lo_ok = true;
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float mx = m[hf];
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+          mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+        m[hf] = mx;
+        const float moff = mx * sl2;
+        float sum = 0.f, sum2 = 0.f;
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) {
+          const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+          const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+          sum += p0 + p1;
+          if (UA_LO_SKIP) {  // keep p; hi / lo after the vote
+            sacc[4 * n + 2 * hf] = p0;
+            sacc[4 * n + 2 * hf + 1] = p1;
+            sum2 = fmaf(p0, p0, fmaf(p1, p1, sum2));
+          } else {
+            const unsigned hi = pack_bf162(p0, p1);
+            nh[n >> 1][(n & 1) * 2 + hf] = hi;
+            nl[n >> 1][(n & 1) * 2 + hf] =
+                pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+          }
+        }
+        if (UA_LO_SKIP) {  // l and e2 are the whole row's (quad sums), kept in all 4 lanes
+          sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+          sum2 += __shfl_xor_sync(0xffffffffu, sum2, 1);
+          sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+          sum2 += __shfl_xor_sync(0xffffffffu, sum2, 2);
+          e2[hf] *= corr[hf] * corr[hf];
+          tsum2[hf] = sum2;
+        }
+        l[hf] = l[hf] * corr[hf] + sum;
+        if (UA_LO_SKIP)  // rows past the sequence end are never written: they do not vote
+          lo_ok = lo_ok && (wrow_lo + g + 8 * hf >= len || kLoC * (e2[hf] + sum2) <= l[hf] * l[hf]);
+      }
+      bool skip = false;
+      if (UA_LO_SKIP == 1) skip = __all_sync(0xffffffffu, bar_red_and(5 + wg, 128, lo_ok));
+#ifdef KOPT_EMU
+      if (UA_LO_SKIP && (ct & 127) == 0) ++g_lo_stats[skip];
+#endif
+      if (UA_LO_SKIP) {
+        if (skip) {
+          e2[0] += tsum2[0];
+          e2[1] += tsum2[1];
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+            for (int n = 0; n < BN / 8; ++n)
+              nh[n >> 1][(n & 1) * 2 + hf] =
+                  pack_h2(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]);
+        } else {
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+            for (int n = 0; n < BN / 8; ++n) {
+              const float p0 = sacc[4 * n + 2 * hf], p1 = sacc[4 * n + 2 * hf + 1];
+              const unsigned hi = pack_h2(p0, p1);
+              nh[n >> 1][(n & 1) * 2 + hf] = hi;
+              nl[n >> 1][(n & 1) * 2 + hf] = pack_h2(p0 - h2_lo(hi), p1 - h2_hi(hi));
+            }
+        }
+      }
+      wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+      fence_regs<D / 2>(o);
+      fence_uregs<BN / 4>(&ph[0][0]);
+      fence_uregs<BN / 4>(&pl[0][0]);
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        o[4 * d] *= corr[0];
+        o[4 * d + 1] *= corr[0];
+        o[4 * d + 2] *= corr[1];
+        o[4 * d + 3] *= corr[1];
+      }
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          ph[kj][e] = nh[kj][e];
+          if (!skip) pl[kj][e] = nl[kj][e];
+        }
+      skip_pv = skip;
+      if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+        __syncwarp();
+        mbar_arrive_if(bE + 8 * sp, lane == 0);
+      }
+    }
+    {  // the last P V
+      const int sp = (gt + ntiles - 1) % NS;
+      mbar_wait(bV + 8 * sp, ((gt + ntiles - 1) / NS) & 1);
+      fence_proxy_async();
+      if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
+      unsigned long long dv[BN / 16];
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj)
+        dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
+      fence_desc<BN / 16>(dv);
+      fence_regs<D / 2>(o);
+      fence_uregs<BN / 4>(&ph[0][0]);
+      fence_uregs<BN / 4>(&pl[0][0]);
       wgmma_fence();
       pv_issue(dv, skip_pv);
       wgmma_commit();
-    }
-    if (do_pv)
-      wgmma_wait<1>();
-    else
+      if (UA_PINGPONG) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
       wgmma_wait<0>();
-    fence_regs<BN / 2>(sacc);
-    // the other warpgroup's turn, once this one's S has completed (arriving right after the
-    // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
-    if (UA_PINGPONG) bar_arrive_n(2 - wg, 256);
-    const int t0 = t * BN;
-    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = wrow_lo + g + (e >> 1) * 8;
-          const int j = t0 + n * 8 + 2 * tig + (e & 1);
-          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
-        }
+      fence_regs<D / 2>(o);
+      if (UA_PERSIST) {  // the last stage of the item is free (the next item's tiles follow)
+        __syncwarp();
+        mbar_arrive_if(bE + 8 * sp, lane == 0);
+      }
     }
-    unsigned nh[BN / 16][4], nl[BN / 16][4];
-    float corr[2], tsum2[2] = {0.f, 0.f};
-    bool lo_ok = true;
+
+    // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
+    // its 4 warps, the warpgroup's Q region (16 KiB) stages the output, 256-byte rows with the
+    // 16-byte chunks XOR-swizzled by row % 8 (conflict-free stores and loads).
+    bar_sync_n(3 + wg, 128);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      float mx = m[hf];
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
-      m[hf] = mx;
-      const float moff = mx * sl2;
-      float sum = 0.f, sum2 = 0.f;
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
-        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
-        sum += p0 + p1;
-        if (UA_LO_SKIP) {  // keep p; hi / lo after the vote
-          sacc[4 * n + 2 * hf] = p0;
-          sacc[4 * n + 2 * hf + 1] = p1;
-          sum2 = fmaf(p0, p0, fmaf(p1, p1, sum2));
-        } else {
-          const unsigned hi = pack_bf162(p0, p1);
-          nh[n >> 1][(n & 1) * 2 + hf] = hi;
-          nl[n >> 1][(n & 1) * 2 + hf] =
-              pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
-        }
-      }
-      if (UA_LO_SKIP) {  // l and e2 are the whole row's (quad sums), kept in all 4 lanes
+      float sum = l[hf];
+      if (!UA_LO_SKIP) {  // else already the row's sum
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum2 += __shfl_xor_sync(0xffffffffu, sum2, 1);
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        sum2 += __shfl_xor_sync(0xffffffffu, sum2, 2);
-        e2[hf] *= corr[hf] * corr[hf];
-        tsum2[hf] = sum2;
       }
-      l[hf] = l[hf] * corr[hf] + sum;
-      if (UA_LO_SKIP)  // rows past the sequence end are never written: they do not vote
-        lo_ok = lo_ok && (wrow_lo + g + 8 * hf >= len || kLoC * (e2[hf] + sum2) <= l[hf] * l[hf]);
+      const float inv = 1.f / sum;
+      const int row = 16 * wl + g + hf * 8;
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        __nv_bfloat162 v =
+            __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+        sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+      }
     }
-    bool skip = false;
-    if (UA_LO_SKIP == 1) skip = __all_sync(0xffffffffu, bar_red_and(5 + wg, 128, lo_ok));
-#ifdef KOPT_EMU
-    if (UA_LO_SKIP && (ct & 127) == 0) ++g_lo_stats[skip];
+    __syncwarp();
+    for (int c = lane; c < 16 * CH; c += 32) {
+      const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
+      if (r >= len) continue;
+      const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
+      *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+    }
+#if UA_PERSIST
+    __syncwarp();  // the warp's staged rows are read: the Q buffer may take item it + 2
+    mbar_arrive_if(bQE + 8 * qb, lane == 0);
+    gt += ntiles;
+  }
 #endif
-    if (UA_LO_SKIP) {
-      if (skip) {
-        e2[0] += tsum2[0];
-        e2[1] += tsum2[1];
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-          for (int n = 0; n < BN / 8; ++n)
-            nh[n >> 1][(n & 1) * 2 + hf] = pack_h2(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]);
-      } else {
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-          for (int n = 0; n < BN / 8; ++n) {
-            const float p0 = sacc[4 * n + 2 * hf], p1 = sacc[4 * n + 2 * hf + 1];
-            const unsigned hi = pack_h2(p0, p1);
-            nh[n >> 1][(n & 1) * 2 + hf] = hi;
-            nl[n >> 1][(n & 1) * 2 + hf] = pack_h2(p0 - h2_lo(hi), p1 - h2_hi(hi));
-          }
-      }
-    }
-    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
-    fence_regs<D / 2>(o);
-    fence_uregs<BN / 4>(&ph[0][0]);
-    fence_uregs<BN / 4>(&pl[0][0]);
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[4 * d] *= corr[0];
-      o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1];
-      o[4 * d + 3] *= corr[1];
-    }
-#pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        ph[kj][e] = nh[kj][e];
-        if (!skip) pl[kj][e] = nl[kj][e];
-      }
-    skip_pv = skip;
-    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
-      __syncwarp();
-      mbar_arrive_if(bE + 8 * sp, lane == 0);
-    }
-  }
-  {  // the last P V
-    const int sp = (ntiles - 1) % NS;
-    mbar_wait(bV + 8 * sp, ((ntiles - 1) / NS) & 1);
-    fence_proxy_async();
-    if (UA_PINGPONG) bar_sync_n(1 + wg, 256);
-    unsigned long long dv[BN / 16];
-#pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-      dv[kj] = desc_sw128(sR + (2 * sp + 1) * TB, PANEL, 1024) + kj * (2048 >> 4);
-    fence_desc<BN / 16>(dv);
-    fence_regs<D / 2>(o);
-    fence_uregs<BN / 4>(&ph[0][0]);
-    fence_uregs<BN / 4>(&pl[0][0]);
-    wgmma_fence();
-    pv_issue(dv, skip_pv);
-    wgmma_commit();
-    if (UA_PINGPONG) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
-    wgmma_wait<0>();
-    fence_regs<D / 2>(o);
-  }
-
-  // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
-  // its 4 warps, the warpgroup's Q region (16 KiB) stages the output, 256-byte rows with the
-  // 16-byte chunks XOR-swizzled by row % 8 (conflict-free stores and loads).
-  bar_sync_n(3 + wg, 128);
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float sum = l[hf];
-    if (!UA_LO_SKIP) {  // else already the row's sum
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    }
-    const float inv = 1.f / sum;
-    const int row = 16 * wl + g + hf * 8;
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      __nv_bfloat162 v =
-          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
-    }
-  }
-  __syncwarp();
-  for (int c = lane; c < 16 * CH; c += 32) {
-    const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
-    if (r >= len) continue;
-    const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
-    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
-  }
 }
 
 // 256 threads: the two-warpgroup wgmma path (UA_WGMMA = 2); every other path
@@ -1333,6 +1523,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                           int max_blocks) {
   extern __shared__ __align__(128) unsigned char smem[];
   if (block_size != 16) return;
+#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+  cu += 4;
+#endif
   const int len = seqused_k[blockIdx.z];
   const long long qs = cu[blockIdx.z];
 #define KOPT_UA_CASE(D, DP, WM, BN)                                                              \

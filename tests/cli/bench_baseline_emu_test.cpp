@@ -10,7 +10,8 @@
 // UA_WGMMA=1 (d = 128 on wgmma, one warpgroup) and UA_WGMMA=2 (two
 // warpgroups sharing the K / V tiles; the 40-token sequence leaves the upper
 // warpgroup without rows) and UA_WGMMA=3 (the warp-specialized kernel
-// unified_attention_ws: producer warpgroup, mbarrier ring, ping-pong named barriers).
+// unified_attention_ws: producer warpgroup, mbarrier ring, ping-pong named barriers), and
+// once more with UA_PERSIST=1 (that kernel persistent: work counter, double-buffered Q).
 #define UA_EMU_NO_MAIN
 #include <gtest/gtest.h>
 

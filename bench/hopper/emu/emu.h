@@ -14,9 +14,11 @@
 #pragma once
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -76,6 +78,15 @@ inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
   return f;
+}
+inline int atomicAdd(int* p, int v) {  // device-scope atomic (the persistent kernel's counter)
+  return std::atomic_ref<int>(*p).fetch_add(v);
+}
+inline void st_relaxed_gpu(int* p, int v) {
+  std::atomic_ref<int>(*p).store(v, std::memory_order_relaxed);
+}
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 inline float rsqrtf(float x) {
   return 1.0f / std::sqrt(x);
@@ -155,6 +166,11 @@ inline void sts128(unsigned a, uint4 v) {
 }
 inline void sts32(unsigned a, unsigned v) {
   std::memcpy(smem + a, &v, 4);
+}
+inline unsigned lds32(unsigned a) {
+  unsigned v;
+  std::memcpy(&v, smem + a, 4);
+  return v;
 }
 inline uint4 lds128(unsigned a) {
   uint4 v;
@@ -281,6 +297,22 @@ inline void sync_reset() {
   for (auto& b : g_named) b = named_bar{};
   for (auto& b : g_red) b = named_red{};
 }
+// UA_EMU_JITTER=N (environment): before every mbarrier wait and arrive, a thread sleeps
+// 0..N microseconds with probability 1/4, to vary the interleavings the protocol must survive.
+inline int emu_jitter_us() {
+  static const int j = [] {
+    const char* e = std::getenv("UA_EMU_JITTER");
+    return e ? std::atoi(e) : 0;
+  }();
+  return j;
+}
+inline void emu_jitter() {
+  if (emu_jitter_us() <= 0) return;
+  thread_local unsigned x = 2463534242u ^ static_cast<unsigned>(tid_() * 2654435761u);
+  x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+  if ((x & 3) == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds((x >> 2) % emu_jitter_us()));
+}
 inline void mbar_init(unsigned bar, unsigned count) {
   std::lock_guard<std::mutex> lk(g_sync_mu);
   g_mbar[bar] = mbar_state{count, count, 0};
@@ -297,12 +329,14 @@ inline void mbar_arrive_locked(unsigned bar) {
 }
 inline void mbar_arrive_if(unsigned bar, bool pred) {
   if (!pred) return;
+  emu_jitter();
   std::lock_guard<std::mutex> lk(g_sync_mu);
   mbar_arrive_locked(bar);
 }
 // try_wait.parity P succeeds once the phase of parity P has completed: the current
 // (incomplete) phase has the other parity.
 inline void mbar_wait(unsigned bar, unsigned parity) {
+  emu_jitter();
   std::unique_lock<std::mutex> lk(g_sync_mu);
   g_sync_cv.wait(lk, [&] {
     auto it = g_mbar.find(bar);
@@ -311,6 +345,7 @@ inline void mbar_wait(unsigned bar, unsigned parity) {
 }
 // cp.async.mbarrier.arrive.noinc: the thread's earlier copies land, then it arrives.
 inline void cp_async_mbar_arrive(unsigned bar) {
+  emu_jitter();
   cp_async_land(0);
   for (auto& c : t_open) c();
   t_open.clear();

@@ -7,7 +7,7 @@
 // GPU (see emu.h).
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
-//   [-DUA_WGMMA=1|2|3] \
+//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
 //
 // Exit status 0 when every case passes.
@@ -73,8 +73,18 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
   const bool wg = UA_WGMMA && d == 128;
   const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
-  const dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
-                   static_cast<unsigned>(n)};
+  dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
+             static_cast<unsigned>(n)};
+#if UA_PERSIST  // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
+  cu.insert(cu.begin(), {0, n, 0, 0});
+  // the plan's grid: min(132, work items) blocks (at UA_PERSIST = 2 only up to 1024 tokens;
+  // longer sequences keep the one-item grid, each block taking its own item)
+  if (UA_WGMMA == 3 && d == 128 && !(UA_PERSIST == 2 && maxlen > 1024)) {
+    const char* ge = std::getenv("UA_EMU_GRID");
+    const unsigned items = grid.x * grid.y * grid.z;
+    grid = {std::min(items, ge ? static_cast<unsigned>(std::atoi(ge)) : 132u), 1, 1};
+  }
+#endif
   if (UA_WGMMA == 3 && d == 128)  // the warp-specialized kernel (the plan's fa2 launch returns)
     launch(grid, 384, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
@@ -85,6 +95,22 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
       unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                             cu.data(), hq, hkv, d, 16, mb);
     });
+#if UA_PERSIST
+  // the last block zeroed the counters: a second launch without unified_attention_cu before it
+  // must do the whole work again (the one judged below)
+  if (UA_WGMMA == 3 && d == 128) {
+    if (cu[0] != 0 || cu[2] != 0) {
+      std::printf("persistent counters not reset: %d %d\n", cu[0], cu[2]);
+      return false;
+    }
+    std::fill(out.begin(), out.end(), __nv_bfloat16{0x7fc0});
+    launch(grid, 384, [&] {
+      unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                           cu.data(), hq, hkv, d, 16, mb);
+    });
+  }
+  cu.erase(cu.begin(), cu.begin() + 4);
+#endif
   verdict v;
   for (int s = 0; s < n; ++s)
     for (int h = 0; h < hq; ++h) {
@@ -198,6 +224,16 @@ int main(int argc, char** argv) {
                 g_lo_stats[0].load() + g_lo_stats[1].load());
 #endif
     return ok ? 0 : 1;
+  }
+  if (argc > 2 && std::string(argv[1]) == "--lens") {  // --lens L1,L2,... [hq hkv]: d = 128
+    std::vector<int> lens;
+    for (const char* c = argv[2]; *c;) {
+      char* e;
+      lens.push_back(static_cast<int>(std::strtol(c, &e, 10)));
+      c = *e ? e + 1 : e;
+    }
+    const int hq = argc > 3 ? std::atoi(argv[3]) : 1, hkv = argc > 4 ? std::atoi(argv[4]) : 1;
+    return run_unified(lens, hq, hkv, 128, 22) ? 0 : 1;
   }
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   return run_cases(quick ? 1 : 2) ? 0 : 1;
