@@ -107,8 +107,9 @@ diagnosis diagnose(const diagnosis_input& in) {
     total_blocks = l.blocks;
     if (l.blocks_per_sm > 0 && in.sm_count > 0) {
       waves = static_cast<double>(l.blocks) / (static_cast<double>(l.blocks_per_sm) * in.sm_count);
-      theo_pct = static_cast<int>(std::lround(100.0 * static_cast<double>(l.blocks_per_sm * l.threads_per_block) /
-                                              std::max(in.max_threads_per_sm, 1)));
+      theo_pct = static_cast<int>(
+          std::lround(100.0 * static_cast<double>(l.blocks_per_sm * l.threads_per_block) /
+                      std::max(in.max_threads_per_sm, 1)));
     }
   }
   if (waves >= 0) d.derived["waves"] = waves;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # GPU pack for the draft stream-K decode attention (bench/hopper/decode/NOTES.md). Run from the
 # repository root on the device with OUT set and the kopt suite bundle at .gpuwork/suite/bundle
-# (as in /work/HELPER-GUIDE.md): kopt eval of the shipped reference config against the draft
+# (the helper pack layout): kopt eval of the shipped reference config against the draft
 # candidates and the shipped kernel; each eval <= 8 s, none started after 27 s (<= ~36 s in all).
 R=$PWD; W=$R/bench/hopper/decode; S=$R/.gpuwork/suite
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
