@@ -10,6 +10,8 @@
 #   p1d  UA_PERSIST=1 on the other d = 128 workloads but the giant s13 / s19
 #   p1o  UA_PERSIST=1 on the other head sizes (fa2 path; only the workspace offset differs)
 #   p2h  UA_PERSIST=2 on s20, s21 (one-item grid above 1024 tokens), if time is left
+#   san  UA_PERSIST=1 on s3 under kopt eval --sanitize (memcheck / racecheck after a pass), with
+#        whatever time is left
 R=$PWD; W=$(dirname "$(readlink -f "$0")"); NAME=$(basename "$W"); S=$R/.gpuwork/suite; T0=$(date +%s)
 LIMIT=${LIMIT:-140}
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
@@ -40,6 +42,7 @@ ev b0h - 12 $H
 ev p1d cand_persist1 40 $D
 ev p1o cand_persist1 35 $O
 ev p2h cand_persist2 12 $H
+ev san cand_persist1 40 s3_n1_l16_hq16_hkv1_d128 --sanitize  # compute-sanitizer, if the device has it
 el "done"
 cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 1500 $f; done
 cd $OUT && tar czf $NAME.tgz --exclude=$NAME.tgz * && find . -maxdepth 1 -type f ! -name $NAME.tgz -delete
