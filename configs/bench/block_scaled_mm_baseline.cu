@@ -47,7 +47,7 @@
 // (blocks already running), so no co-residency is assumed and nothing can deadlock.
 // Its predecessor, the last-arriver reduction (bench/hopper/bsmm/block_scaled_mm_ws.cu), was
 // correct but slower on 4 splits.
-// Measured on H200 (2026-12-03 17:50 UTC, driver 580.159.04, `kopt eval --seeds 1 --max-time
+// Measured on H200 (2026-12-03 17:43 UTC, driver 580.159.04, `kopt eval --seeds 1 --max-time
 // 0.1`): correct on all 24 shapes, 21.0 % of the fp8 peak weighted against 20.3 % for the
 // atomic split-K kernel it replaces in the same run (m = 1024: 35.7 against 42.9 us; m = 237:
 // 36.9 against 39.1; m = 3072 x 4096: 191.6 against 266.4; m = 349: 30.8, unchanged; the large

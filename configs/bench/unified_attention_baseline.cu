@@ -60,7 +60,7 @@
 //   next item's Q and first K / V tiles while the consumers finish the current one); 2 is 1 up
 //   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03):
 //   both crash with a misaligned address on every workload; not usable yet.
-// Measured on H200 (2026-12-03 17:52 UTC, driver 580.159.04, kopt eval --seeds 1,
+// Measured on H200 (2026-12-03 17:42 UTC, driver 580.159.04, kopt eval --seeds 1,
 // docs/benchmarks.md): the config's default (UA_WGMMA = 3 with UA_S_RS = 1) is correct on all
 // 25 workloads, 29.0 % of speed of light weighted; s20 859 us (38.2 %), s21 113.2 us, against
 // 922 and 118.4 us for UA_S_RS = 0 on the same day (UA_S_RS = 0 on 2026-12-02 11:51 UTC:
