@@ -1024,11 +1024,13 @@ __device__ __forceinline__ void attn_ws_d128(
   // Barriers: fullQ[2] (128 cp.async arrivals + thread 0's, which publishes the item),
   // fullK[NS], fullV[NS], empty[NS], emptyQ[2] (8 consumer warps), then the item slots of the
   // two Q buffers ({h, hk, r0, seq}, 16 bytes each, decoded by thread 0 only: the divisions
-  // and their loop-invariant parts spilled in the producer's 40 registers); the Q buffers
-  // 2 x (2 x 16 KiB) and the ring, 1024-aligned.
+  // and their loop-invariant parts spilled in the producer's 40 registers), 16-aligned (they
+  // are written and read as st / ld.shared.v4: at bQE + 16 = base + 104 they were misaligned,
+  // cudaErrorMisalignedAddress on the H200, 2026-12-03); the Q buffers 2 x (2 x 16 KiB) and the
+  // ring, 1024-aligned.
   const unsigned base = smem_u32(smem);
   const unsigned bQ = base, bK = base + 16, bV = bK + 8 * NS, bE = bV + 8 * NS, bQE = bE + 8 * NS;
-  const unsigned s_item = bQE + 16;
+  const unsigned s_item = (bQE + 16 + 15u) & ~15u;
   const unsigned sQ = (s_item + 32 + 1023u) & ~1023u;
   const unsigned sR = sQ + 4 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0, bt_row = 0;  // the producer's 40 regs

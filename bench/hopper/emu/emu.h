@@ -11,6 +11,16 @@
 // 128-byte-swizzled K-major / MN-major shared-memory layouts): this checks
 // the kernel's indexing and control flow against that model, not the model
 // against the hardware.
+// Alignment and bounds are checked (the GPU faults, the host's memcpy would not): every
+// shared-memory access (st / ld.shared 4 and 16 bytes, cp.async 16, ldmatrix row addresses 16,
+// mbarriers 8, the base of a 128-byte-swizzled wgmma matrix 1024 with the descriptors' base
+// offset 0) must be aligned and lie inside the launch's dynamic shared memory (the plan's
+// shared_bytes, launch()'s argument), which starts at shared address UA_EMU_SMEM_BASE (default
+// 16: only 16-byte alignment of the dynamic base is assumed, so a kernel that does not round
+// its 1024-aligned regions up itself fails here); cp.async's global source must be 16-aligned.
+// Global vector stores (the kernels' uint4 output stores) are checked when compiled with
+// -fsanitize=alignment -fno-sanitize-recover=alignment (uint4 is 16-aligned here, as in CUDA).
+// A failed check prints what and where, then aborts.
 #pragma once
 #include <atomic>
 #include <barrier>
@@ -18,6 +28,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -40,7 +51,7 @@ struct dim3e {
 inline thread_local dim3e threadIdx, blockIdx;
 inline dim3e gridDim, blockDim;
 
-struct uint4 {
+struct alignas(16) uint4 {  // CUDA's uint4 is 16-aligned
   unsigned x, y, z, w;
 };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
@@ -96,7 +107,25 @@ using std::min;
 
 // ---------------------------------------------------------------- the block
 constexpr int kMaxThreads = 1024;
-alignas(128) inline unsigned char smem[256 * 1024];  // the block's shared memory
+alignas(1024) inline unsigned char smem[256 * 1024];  // the block's shared memory
+#ifndef UA_EMU_SMEM_BASE
+#define UA_EMU_SMEM_BASE 16
+#endif
+constexpr unsigned kSmemBase = UA_EMU_SMEM_BASE;  // the shared address of smem[0]
+static_assert(kSmemBase % 16 == 0 && kSmemBase < 1024);
+inline unsigned g_smem_bytes = sizeof smem;  // the launch's dynamic shared memory
+// smem's bytes [a, a + n) of shared address a, which must be align-aligned and in bounds.
+inline unsigned char* smem_at(unsigned a, unsigned n, unsigned align, const char* what) {
+  if (a % align != 0 || a < kSmemBase || a - kSmemBase + n > g_smem_bytes) {
+    std::fprintf(stderr,
+                 "emu: %s at shared address %u (%u bytes; needs %u-byte alignment, dynamic shared "
+                 "memory [%u, %u)), thread %u of block (%u, %u, %u)\n",
+                 what, a, n, align, kSmemBase, kSmemBase + g_smem_bytes, threadIdx.x, blockIdx.x,
+                 blockIdx.y, blockIdx.z);
+    std::abort();
+  }
+  return smem + (a - kSmemBase);
+}
 inline std::barrier<>* g_block_bar = nullptr;
 inline std::barrier<>* g_warp_bar[32] = {};
 inline std::barrier<>* g_wg_bar[8] = {};  // per warpgroup (wgmma)
@@ -159,22 +188,22 @@ inline float __shfl_xor_sync(unsigned, float v, int m) {
 }
 
 inline unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(static_cast<const unsigned char*>(p) - smem);
+  return static_cast<unsigned>(static_cast<const unsigned char*>(p) - smem) + kSmemBase;
 }
 inline void sts128(unsigned a, uint4 v) {
-  std::memcpy(smem + a, &v, 16);
+  std::memcpy(smem_at(a, 16, 16, "st.shared.v4"), &v, 16);
 }
 inline void sts32(unsigned a, unsigned v) {
-  std::memcpy(smem + a, &v, 4);
+  std::memcpy(smem_at(a, 4, 4, "st.shared.b32"), &v, 4);
 }
 inline unsigned lds32(unsigned a) {
   unsigned v;
-  std::memcpy(&v, smem + a, 4);
+  std::memcpy(&v, smem_at(a, 4, 4, "ld.shared.b32"), 4);
   return v;
 }
 inline uint4 lds128(unsigned a) {
   uint4 v;
-  std::memcpy(&v, smem + a, 16);
+  std::memcpy(&v, smem_at(a, 16, 16, "ld.shared.v4"), 16);
   return v;
 }
 inline float fast_exp2(float x) {
@@ -184,10 +213,15 @@ inline float fast_exp2(float x) {
 // cp.async: copies queue per thread; commit closes a group; wait_group N lands
 // every group but the newest N.
 inline void cp_async16(unsigned dst, const void* src, int bytes) {
+  smem_at(dst, 16, 16, "cp.async destination");
+  if (reinterpret_cast<std::uintptr_t>(src) % 16 != 0) {
+    std::fprintf(stderr, "emu: cp.async source %p not 16-aligned, thread %u\n", src, threadIdx.x);
+    std::abort();
+  }
   unsigned char buf[16] = {};
   if (bytes > 0) std::memcpy(buf, src, bytes);  // the source is read at issue (it does not change)
   std::vector<unsigned char> data(buf, buf + 16);
-  t_open.push_back([dst, data] { std::memcpy(smem + dst, data.data(), 16); });
+  t_open.push_back([dst, data] { std::memcpy(smem_at(dst, 16, 16, "cp.async"), data.data(), 16); });
 }
 inline void cp_async_commit() {
   t_groups->push_back(std::move(t_open));
@@ -214,6 +248,7 @@ inline void fence_proxy_async() {}
 // (transposed: rows 2 (t % 4), 2 (t % 4) + 1 of column t / 4), low half first.
 inline void ldsm_generic(unsigned addr, unsigned (&r)[4], bool trans) {
   const int t = tid_(), w0 = t & ~31, l = t & 31;
+  smem_at(addr, 16, 16, "ldmatrix row");
   g_slot[t].u[0] = addr;
   warp_sync();
   for (int i = 0; i < 4; ++i) {
@@ -222,7 +257,7 @@ inline void ldsm_generic(unsigned addr, unsigned (&r)[4], bool trans) {
       const int row = trans ? 2 * (l % 4) + h : l / 4;
       const int col = trans ? l / 4 : 2 * (l % 4) + h;
       const unsigned a = g_slot[w0 + 8 * i + row].u[0] + 2 * col;
-      std::memcpy(&e[h], smem + a, 2);
+      std::memcpy(&e[h], smem_at(a, 2, 2, "ldmatrix"), 2);
     }
     r[i] = static_cast<unsigned>(e[0]) | (static_cast<unsigned>(e[1]) << 16);
   }
@@ -313,12 +348,17 @@ inline void emu_jitter() {
   if ((x & 3) == 0)
     std::this_thread::sleep_for(std::chrono::microseconds((x >> 2) % emu_jitter_us()));
 }
+inline void mbar_check(unsigned bar) {
+  smem_at(bar, 8, 8, "mbarrier");
+}
 inline void mbar_init(unsigned bar, unsigned count) {
+  mbar_check(bar);
   std::lock_guard<std::mutex> lk(g_sync_mu);
   g_mbar[bar] = mbar_state{count, count, 0};
 }
 inline void mbar_init_fence() {}
 inline void mbar_arrive_locked(unsigned bar) {
+  mbar_check(bar);
   auto it = g_mbar.find(bar);
   if (it == g_mbar.end()) std::abort();  // arrive on an uninitialised barrier
   if (--it->second.pending == 0) {
@@ -336,6 +376,7 @@ inline void mbar_arrive_if(unsigned bar, bool pred) {
 // try_wait.parity P succeeds once the phase of parity P has completed: the current
 // (incomplete) phase has the other parity.
 inline void mbar_wait(unsigned bar, unsigned parity) {
+  mbar_check(bar);
   emu_jitter();
   std::unique_lock<std::mutex> lk(g_sync_mu);
   g_sync_cv.wait(lk, [&] {
@@ -439,6 +480,13 @@ inline unsigned desc_addr(unsigned long long desc, int k, int n, bool trans) {
   const unsigned start = static_cast<unsigned>(desc & 0x3FFF) << 4;
   const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFF) << 4;
   const unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3FFF) << 4;
+  // the swizzle repeats every 1024 bytes: with the descriptor's base offset (bits 49-51) 0 the
+  // matrix starts 1024-aligned, steps along K inside the atom (address bits 4-6) aside
+  if (((start >> 7) & 7) != 0 || ((desc >> 49) & 7) != 0) {
+    std::fprintf(
+        stderr, "emu: wgmma descriptor start %u: 128-byte-swizzled base not 1024-aligned\n", start);
+    std::abort();
+  }
   unsigned a;
   if (!trans)
     a = start + (n % 8) * 128 + (n / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
@@ -470,7 +518,7 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
       float s = scale_d ? d[4 * j + e] : 0.f;
       for (int k = 0; k < 16; ++k) {
         uint16_t b;
-        std::memcpy(&b, smem + desc_addr(desc, k, n, trans), 2);
+        std::memcpy(&b, smem_at(desc_addr(desc, k, n, trans), 2, 2, "wgmma B"), 2);
         s += A(r, k) * (f16 ? h2f(b) : bf2f(b));
       }
       out[4 * j + e] = s;
@@ -497,8 +545,8 @@ inline void wgmma_ss(float* d, unsigned long long da, unsigned long long db, int
       float s = scale_d ? d[4 * j + e] : 0.f;
       for (int k = 0; k < 16; ++k) {
         uint16_t a, b;
-        std::memcpy(&a, smem + desc_addr(dA, k, r, false), 2);
-        std::memcpy(&b, smem + desc_addr(dB, k, n, false), 2);
+        std::memcpy(&a, smem_at(desc_addr(dA, k, r, false), 2, 2, "wgmma A"), 2);
+        std::memcpy(&b, smem_at(desc_addr(dB, k, n, false), 2, 2, "wgmma B"), 2);
         s += bf2f(a) * bf2f(b);
       }
       out[4 * j + e] = s;
@@ -522,9 +570,12 @@ inline void wgmma_m64n128k16_rs_t_h(float* d, const unsigned (&a)[4], unsigned l
   wgmma_rs<128>(d, a, db, 1, true, true);
 }
 
-// Runs kernel(args...) over the grid, one block at a time.
+// Runs kernel(args...) over the grid, one block at a time, with shared_bytes of dynamic shared
+// memory (the plan's shared_bytes).
 template <class F>
-void launch(dim3e grid, int threads, F&& body) {
+void launch(dim3e grid, int threads, unsigned shared_bytes, F&& body) {
+  if (shared_bytes > sizeof smem) std::abort();
+  g_smem_bytes = shared_bytes;
   gridDim = grid;
   blockDim = {static_cast<unsigned>(threads), 1, 1};
   for (unsigned z = 0; z < grid.z; ++z)

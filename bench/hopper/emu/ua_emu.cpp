@@ -7,8 +7,11 @@
 // GPU (see emu.h).
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
-//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1] \
+//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1] [-fsanitize=alignment -fno-sanitize-recover=alignment] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
+//
+// (emu.h checks the alignment and bounds of every shared-memory access against the plan's
+// shared_bytes; the sanitizer option adds the kernels' global 16-byte stores.)
 //
 // Exit status 0 when every case passes.
 #include <cstdio>
@@ -26,6 +29,18 @@ std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
   std::vector<__nv_bfloat16> v(n);
   for (auto& x : v) x.v = f2bf(d(g));
   return v;
+}
+
+// The plans' shared_bytes (configs/bench/unified_attention.json, attention_forward.json).
+unsigned ua_fa2_shared(int hs) {
+  const int one_128 = std::min(1, 128 / hs) * std::min(1, hs / 128);
+  return (64 + 64 * std::min(1, 191 / hs) + 128 + 128 * std::min(1, 127 / hs)) *
+             (32 * ((hs + 15) / 16) + 16) +
+         one_128 * (UA_WGMMA % 2 * 14336 + UA_WGMMA / 2 * 31744);
+}
+constexpr unsigned kUaWsShared = 133120 + 32768 * std::min(1, UA_PERSIST);
+unsigned af_fa2_shared(int hd) {
+  return (256 + 128 * std::min(1, 127 / hd)) * (32 * ((hd + 15) / 16) + 16);
 }
 
 struct verdict {
@@ -86,12 +101,12 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   }
 #endif
   if (UA_WGMMA == 3 && d == 128)  // the warp-specialized kernel (the plan's fa2 launch returns)
-    launch(grid, 384, [&] {
+    launch(grid, 384, kUaWsShared, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                            cu.data(), hq, hkv, d, 16, mb);
     });
   else
-    launch(grid, UA_WGMMA == 2 && d == 128 ? 256 : 128, [&] {
+    launch(grid, UA_WGMMA == 2 && d == 128 ? 256 : 128, ua_fa2_shared(d), [&] {
       unified_attention_fa2(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                             cu.data(), hq, hkv, d, 16, mb);
     });
@@ -104,7 +119,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
       return false;
     }
     std::fill(out.begin(), out.end(), __nv_bfloat16{0x7fc0});
-    launch(grid, 384, [&] {
+    launch(grid, 384, kUaWsShared, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                            cu.data(), hq, hkv, d, 16, mb);
     });
@@ -160,6 +175,7 @@ bool run_forward(int len, int heads, int d, unsigned seed) {
   auto vv = randn(q.size(), g);
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});
   launch({static_cast<unsigned>(heads), static_cast<unsigned>((len + 127) / 128), 1}, 128,
+         af_fa2_shared(d),
          [&] { attention_forward_fa2(q.data(), k.data(), vv.data(), out.data(), len, heads, d); });
   verdict v;
   for (int h = 0; h < heads; ++h)

@@ -7,7 +7,7 @@
 cd "$(git rev-parse --show-toplevel)" && mkdir -p /tmp/emu
 for combo in "1 0 0" "1 0 1" "1 1 0" "1 2 0" "1 1 1" "2 0 0"; do
   set -- $combo
-  g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU -DUA_WGMMA=3 -DUA_PERSIST=$1 -DUA_LO_SKIP=$2 -DUA_S_RS=$3 bench/hopper/emu/ua_emu.cpp -o /tmp/emu/ua_p$1_l$2_r$3 || exit 1
+  g++ -std=c++20 -O2 -pthread -fsanitize=alignment -fno-sanitize-recover=alignment -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU -DUA_WGMMA=3 -DUA_PERSIST=$1 -DUA_LO_SKIP=$2 -DUA_S_RS=$3 bench/hopper/emu/ua_emu.cpp -o /tmp/emu/ua_p$1_l$2_r$3 || exit 1
 done
 run() { echo "== UA_EMU_JITTER=${UA_EMU_JITTER:-0} UA_EMU_GRID=${UA_EMU_GRID:-plan} $*"; timeout 900 "$@"; echo "rc=$?"; }
 for combo in "1 0 0" "1 0 1" "1 1 0" "1 2 0" "1 1 1" "2 0 0"; do
