@@ -1,16 +1,18 @@
 #!/bin/bash
-# persist GPU pack (2026-12-03, third session): unified_attention's UA_PERSIST = 1 after the fix of
-# its misaligned item slots (st / ld.shared.v4 at base + 104, cudaErrorMisalignedAddress on every
-# workload in the 17:34 UTC run; see bench/hopper/uattn/NOTES.md, "helper persist"). Installed as
-# .gpuwork/persist with its own configs/ (the fixed kernel; UA_PERSIST = 0 is byte-identical to
-# the shipped cubin). Each step is one kopt eval; a step that would not fit is skipped and logged
-# (hard stop LIMIT s, default 140).
-# Second run (batch C; run.sh of batch B = run_b.sh, results in results_2026-12-03_1821/: correct on
-# the 23 workloads it ran, faster on every 256-token batch and on s20 / s21). Steps:
-#   b0x / p1x  baseline / UA_PERSIST=1 on s3, s7, s23 (short ones, the 18:21 run compared them
-#              with the 17:34 baseline only: +4 %, -2 %, +7 %), the same run
-#   p13, p19   UA_PERSIST=1 on the giant s13, s19 (the last two workloads not yet run with it),
-#              each alone so that one finishing is kept if the other runs out of time
+# persist GPU pack (2026-12-03 ~18:40 UTC; for the next batch): unified_attention UA_PERSIST = 1
+# TOGETHER WITH UA_S_RS = 1 (the config's default since 2026-12-03 evening), which has not run:
+# batch B (run_b.sh, 18:21 UTC, results_2026-12-03_1821/) ran UA_PERSIST = 1 with UA_S_RS = 0
+# against UA_S_RS = 0. Needs the checkout's configs/ copied into the pack (README.md): the
+# baseline is then the shipped default (UA_S_RS = 1, UA_PERSIST = 0), the candidates
+# cand_p1rs1 (UA_PERSIST = 1) and cand_p2rs1 (UA_PERSIST = 2), both with UA_S_RS = 1.
+# Installed as .gpuwork/persist (steps A) and, as a copy, .gpuwork/persistb (steps B); each step
+# is one kopt eval, skipped and logged when it would not fit (hard stop LIMIT s, default 140).
+#  A: q1k / b0k  candidate / baseline on s0, s9, s16, s17, s20, s21 (same run)
+#     q1d        candidate on the other d = 128 workloads but the giant s13 / s19
+#     b0x        baseline on s3, s7, s23 (the short ones, to compare with q1d in one run)
+#     q1o        candidate on the other head sizes (the fa2 kernel reads the workspace at cu + 4)
+#     q2h        UA_PERSIST = 2 (+ S_RS 1) on s20, s21
+#  B: q13, q19   candidate on s13 and on s19 (each alone: 35-60 s), then b0g baseline on both
 R=$PWD; W=$(dirname "$(readlink -f "$0")"); NAME=$(basename "$W"); S=$R/.gpuwork/suite; T0=$(date +%s)
 LIMIT=${LIMIT:-140}
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
@@ -30,11 +32,24 @@ ev() {  # name candidate-json|- timeout workloads [extra kopt options]; keeps wh
   gzip -9 -f $OUT/$1.json
   [ $(stat -c %s $OUT/$1.json.gz) -gt 1500000 ] && { head -c 1500000 $OUT/$1.json.gz > $OUT/$1.json.gz.head; rm -f $OUT/$1.json.gz; }
 }
+K6=s0_n130_l256_hq10_hkv1_d128,s9_n324_l256_hq16_hkv4_d128,s16_n18_l256_hq28_hkv4_d128,s17_n118_l256_hq28_hkv4_d128,s20_n1_l6294_hq32_hkv4_d128,s21_n1_l2018_hq32_hkv8_d128
+H=s20_n1_l6294_hq32_hkv4_d128,s21_n1_l2018_hq32_hkv8_d128
+D=s1_n290_l256_hq10_hkv1_d128,s2_n484_l256_hq10_hkv1_d128,s3_n1_l16_hq16_hkv1_d128,s7_n1_l1144_hq16_hkv2_d128,s10_n699_l256_hq16_hkv4_d128,s11_n1032_l256_hq16_hkv4_d128,s12_n1882_l256_hq16_hkv4_d128,s18_n1192_l256_hq28_hkv4_d128,s23_n1_l145_hq40_hkv8_d128
 X=s3_n1_l16_hq16_hkv1_d128,s7_n1_l1144_hq16_hkv2_d128,s23_n1_l145_hq40_hkv8_d128
-ev b0x - 14 $X
-ev p1x cand_persist1 14 $X
-ev p13 cand_persist1 62 s13_n3095_l256_hq16_hkv4_d128
-ev p19 cand_persist1 62 s19_n2056_l256_hq28_hkv4_d128
+O=s4_n1_l1688_hq16_hkv16_d192,s5_n1_l11840_hq16_hkv16_d72,s6_n1_l24752_hq16_hkv16_d80,s8_n1_l875_hq16_hkv2_d256,s14_n1_l72_hq16_hkv4_d256,s15_n1_l7_hq20_hkv20_d64,s22_n1_l49152_hq4_hkv4_d72,s24_n1_l5926_hq8_hkv1_d256
+G=s13_n3095_l256_hq16_hkv4_d128,s19_n2056_l256_hq28_hkv4_d128
+if [ "${NAME%b}" = "$NAME" ]; then  # steps A (about 60 s by batch B's times)
+  ev q1k cand_p1rs1 20 $K6
+  ev b0k - 20 $K6
+  ev q1d cand_p1rs1 40 $D
+  ev b0x - 12 $X
+  ev q1o cand_p1rs1 20 $O
+  ev q2h cand_p2rs1 12 $H
+else  # steps B
+  ev q13 cand_p1rs1 65 s13_n3095_l256_hq16_hkv4_d128
+  ev q19 cand_p1rs1 65 s19_n2056_l256_hq28_hkv4_d128
+  ev b0g - 65 $G
+fi
 el "done"
 cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 1500 $f; done
 cd $OUT && tar czf $NAME.tgz --exclude=$NAME.tgz * && find . -maxdepth 1 -type f ! -name $NAME.tgz -delete
