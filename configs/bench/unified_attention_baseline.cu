@@ -58,8 +58,10 @@
 //   1 makes unified_attention_ws persistent (min(132, items) blocks taking items from a counter
 //   in the workspace, in the one-item grid's order; Q double-buffered so the producer loads the
 //   next item's Q and first K / V tiles while the consumers finish the current one); 2 is 1 up
-//   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03):
-//   both crash with a misaligned address on every workload; not usable yet.
+//   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03
+//   17:34 UTC): both crashed with a misaligned address (the item slots' st.shared.v4, fixed);
+//   after the fix (18:21 UTC, with UA_S_RS = 0 on both sides): correct on 23 of 25 workloads
+//   (s13, s19 not run), 5-14 % faster on d = 128; with UA_S_RS = 1 not yet run.
 // Measured on H200 (2026-12-03 17:42 UTC, driver 580.159.04, kopt eval --seeds 1,
 // docs/benchmarks.md): the config's default (UA_WGMMA = 3 with UA_S_RS = 1) is correct on all
 // 25 workloads, 29.0 % of speed of light weighted; s20 859 us (38.2 %), s21 113.2 us, against
