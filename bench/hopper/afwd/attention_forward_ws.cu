@@ -53,6 +53,11 @@ __device__ __forceinline__ void sts128(unsigned addr, uint4 v) {
 __device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ unsigned lds32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint4 lds128(unsigned addr) {
   uint4 v;
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
@@ -232,19 +237,20 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
                                             const __nv_bfloat16* __restrict__ k,
                                             const __nv_bfloat16* __restrict__ v,
                                             __nv_bfloat16* __restrict__ out, int len, int H,
-                                            unsigned char* smem) {
+                                            int split, unsigned char* smem) {
   constexpr int DP = (D + 15) / 16 * 16;  // padded head size (k16 steps)
   constexpr int NP = DP / 64;             // full 64-column panels
   constexpr bool TAIL = DP % 64 != 0;     // a 16-column tail panel (DP = 80)
   static_assert(!TAIL || DP % 64 == 16, "head sizes 64, 72, 80, 128");
-  constexpr int BM = 128, BN = 64, NS = AF_NS;
+  constexpr int BN = 64, NS = AF_NS;
+  static_assert(NS % 2 == 0, "split: warpgroup w takes the stages s = w (mod 2)");
   constexpr int TB = 64 * DP * 2;  // bytes of one 64-row tile
   constexpr int CH = D / 8;        // real 16-byte chunks of a row
   constexpr int CHP = DP / 8;      // ... of a padded row
   constexpr int KS = DP / 16;      // k16 steps of S
   constexpr int NO = DP / 2;       // O accumulator registers per thread
   const int h = blockIdx.x;
-  const int r0 = blockIdx.y * BM;
+  const int r0 = blockIdx.y * (split ? 64 : 128);  // the block's query rows
   if (r0 >= len) return;
   const int tid = threadIdx.x, lane = tid & 31;
   const int g = lane >> 2, tig = lane & 3;
@@ -261,7 +267,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int s = 0; s < NS; ++s) {
       mbar_init(bK + 8 * s, 128);
       mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, 8);
+      mbar_init(bE + 8 * s, split ? 4 : 8);  // the warps that read the stage
     }
     mbar_init_fence();
   }
@@ -283,9 +289,10 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     // chunk i of a tile: c = tid + 128 i, row c / CH, column chunk c % CH
     constexpr int PER = (64 * CH + 127) / 128;
 #pragma unroll
-    for (int i = 0; i < CH; ++i) {  // Q: 128 rows, warpgroup w's in tile w
+    for (int i = 0; i < CH; ++i) {  // Q: 128 rows, warpgroup w's in tile w (split: 64 rows)
       const int c = tid + 128 * i;
       const int row = c / CH, ch = c % CH, r = r0 + row;
+      if (split && row >= 64) break;
       const bool ok = r < len;
       cp_async16(sQ + (row >> 6) * TB + af_chunk_off<DP>(row & 63, ch),
                  qh + (min(r, len - 1) * rowstride + ch * 8), ok ? 16 : 0);
@@ -345,7 +352,9 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 
   setmaxnreg_inc<232>();
   const int ct = tid - 128, wg = ct >> 7, warp = ct >> 5, wl = warp & 3;
-  const unsigned sQw = sQ + wg * TB;
+  const unsigned sQw = sQ + (split ? 0 : wg * TB);
+  // split: warpgroup w takes the key tiles t = w (mod 2), both the block's 64 query rows
+  const int tfirst = split ? wg : 0, tstep = split ? 2 : 1;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   float o[NO], sacc[BN / 2];
 #pragma unroll
@@ -378,11 +387,11 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   mbar_wait(bQ, 0);
   fence_proxy_async();
   // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
-  for (int t = 0; t < ntiles; ++t) {
-    const bool do_pv = t > 0;
-    const int s = t % NS, sp = (t + NS - 1) % NS;
+  for (int t = tfirst; t < ntiles; t += tstep) {
+    const bool do_pv = t > tfirst;
+    const int s = t % NS, sp = (t + NS - tstep) % NS;
     mbar_wait(bK + 8 * s, (t / NS) & 1);
-    if (do_pv) mbar_wait(bV + 8 * sp, ((t - 1) / NS) & 1);
+    if (do_pv) mbar_wait(bV + 8 * sp, ((t - tstep) / NS) & 1);
     fence_proxy_async();  // the cp.async (generic proxy) writes, before wgmma reads them
     // every wgmma input (descriptors included) is defined before the fence: ptxas serializes
     // a pipeline stage whose inputs are written inside it (C7513)
@@ -461,9 +470,11 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
       mbar_arrive_if(bE + 8 * sp, lane == 0);
     }
   }
-  {  // the last P V
-    const int sp = (ntiles - 1) % NS;
-    mbar_wait(bV + 8 * sp, ((ntiles - 1) / NS) & 1);
+  // the last tile of this warpgroup (split: none when the sequence has one tile, warpgroup 1)
+  const int tlast = split ? ntiles - 1 - ((ntiles - 1 - wg) & 1) : ntiles - 1;
+  if (tlast >= tfirst) {  // the last P V
+    const int sp = tlast % NS;
+    mbar_wait(bV + 8 * sp, (tlast / NS) & 1);
     fence_proxy_async();
     const unsigned va = sR + (2 * sp + 1) * TB;
     fence_regs<NO>(o);
@@ -475,12 +486,46 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     fence_regs<NO>(o);
   }
 
+  if (split) {
+    // Warpgroup 1 hands its (m, l, O) to warpgroup 0 through the ring, whose reads and writes
+    // are all done once both warpgroups have passed barrier 3 (each waited for its wgmma); the
+    // thread of warpgroup 0 with the same index holds the same rows and columns, so the
+    // exchange is thread-major (conflict-free). Warpgroup 0 merges and writes the 64 rows.
+    const int lt = ct & 127;
+    bar_sync_n(3, 256);
+    if (wg == 1) {
+#pragma unroll
+      for (int i = 0; i < NO; ++i) sts32(sR + (i * 128 + lt) * 4, __float_as_uint(o[i]));
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        sts32(sR + ((NO + hf) * 128 + lt) * 4, __float_as_uint(m[hf]));
+        sts32(sR + ((NO + 2 + hf) * 128 + lt) * 4, __float_as_uint(l[hf]));
+      }
+    }
+    bar_sync_n(3, 256);
+    if (wg == 1) return;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float m1 = __uint_as_float(lds32(sR + ((NO + hf) * 128 + lt) * 4));
+      const float l1 = __uint_as_float(lds32(sR + ((NO + 2 + hf) * 128 + lt) * 4));
+      const float mx = fmaxf(m[hf], m1);  // finite: warpgroup 0 saw at least one key
+      const float c0 = fast_exp2((m[hf] - mx) * sl2), c1 = fast_exp2((m1 - mx) * sl2);
+      l[hf] = l[hf] * c0 + l1 * c1;
+#pragma unroll
+      for (int d = 0; d < DP / 8; ++d)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int i = 4 * d + 2 * hf + e;
+          o[i] = o[i] * c0 + __uint_as_float(lds32(sR + (i * 128 + lt) * 4)) * c1;
+        }
+    }
+  }
   // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
   // its 4 warps, the warpgroup's Q tile stages the output in the same chunk layout.
   bar_sync_n(1 + wg, 128);
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    float sum = l[hf];
+    float sum = l[hf];  // the quad's partial sums (split: each merged with its own scale)
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = 1.f / sum;
@@ -494,7 +539,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   }
   __syncwarp();
   for (int c = lane; c < 16 * CH; c += 32) {
-    const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
+    const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + (split ? 0 : 64 * wg) + row;
     if (r >= len) continue;
     const uint4 x = lds128(sQw + af_chunk_off<DP>(row, ch));
     *reinterpret_cast<uint4*>(out + (r * H + h) * D + ch * 8) = x;
@@ -506,17 +551,17 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 extern "C" __global__ void __launch_bounds__(384, 1)
     attention_forward_ws(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                          const __nv_bfloat16* __restrict__ v, __nv_bfloat16* __restrict__ out,
-                         int seq_len, int num_heads, int head_dim) {
+                         int seq_len, int num_heads, int head_dim, int split) {
   extern __shared__ __align__(128) unsigned char smem[];
   switch (head_dim) {
     case 64:
-      if (AF_ONLY == 0 || AF_ONLY == 64) attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 64) attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 72:
-      if (AF_ONLY == 0 || AF_ONLY == 72) attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 72) attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 128:
-      if (AF_ONLY == 0 || AF_ONLY == 128) attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 128) attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     default:
       break;

@@ -75,6 +75,11 @@ inline float __uint_as_float(unsigned u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
