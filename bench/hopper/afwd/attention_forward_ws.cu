@@ -33,6 +33,10 @@
 #define AF_NS 4
 #endif
 
+#ifndef AF_BN72
+// keys per K / V tile at d 64 / 72 (64 or 128; d = 128: 64)
+#define AF_BN72 64
+#endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
 #endif
@@ -152,6 +156,28 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float* d, unsigned long long 
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(da), "l"(db), "r"(scale_d));
 }
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float* d, unsigned long long da,
+                                                    unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
 // O += P V: A = P from registers (the mma A fragment layout per warp), B = V MN-major
 // (imm-trans-b = 1); N = 128, 64 or 16 columns of O.
 __device__ __forceinline__ void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4],
@@ -216,20 +242,21 @@ __device__ __forceinline__ unsigned long long af_desc(unsigned addr, unsigned lb
 }
 
 // Byte offset of 16-byte chunk c (columns 8c .. 8c + 7) of row r (0 .. 63) in a 64-row tile.
-template <int DP>
+template <int DP, int ROWS = 64>
 __device__ __forceinline__ unsigned af_chunk_off(int r, int c) {
   constexpr int NP = DP / 64;  // full 64-column panels
-  if (DP % 64 == 0 || c < 8 * NP) return (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  if (DP % 64 == 0 || c < 8 * NP)
+    return (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
   const int cc = c - 8 * NP;  // the 16-column tail panel (d 72 / 80)
-  return NP * 8192 + r * 32 + ((cc ^ ((r >> 2) & 1)) << 4);
+  return NP * (ROWS * 128) + r * 32 + ((cc ^ ((r >> 2) & 1)) << 4);
 }
 
 // S's descriptor for k16 step kk of a tile at address a: the SW128 panels (32 bytes per step),
 // then the SW32 tail panel (one step)
-template <int NP>
+template <int NP, int ROWS>
 __device__ __forceinline__ unsigned long long af_sdesc(unsigned a, int kk) {
-  if (kk < 4 * NP) return af_desc(a + (kk >> 2) * 8192, 16, 1024, 1) + 2 * (kk & 3);
-  return af_desc(a + NP * 8192, 16, 256, 3);
+  if (kk < 4 * NP) return af_desc(a + (kk >> 2) * (ROWS * 128), 16, 1024, 1) + 2 * (kk & 3);
+  return af_desc(a + NP * (ROWS * 128), 16, 256, 3);
 }
 
 template <int D>
@@ -242,13 +269,14 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   constexpr int NP = DP / 64;             // full 64-column panels
   constexpr bool TAIL = DP % 64 != 0;     // a 16-column tail panel (DP = 80)
   static_assert(!TAIL || DP % 64 == 16, "head sizes 64, 72, 80, 128");
-  constexpr int BN = 64, NS = AF_NS;
+  constexpr int BN = D <= 80 ? AF_BN72 : 64, NS = AF_NS;  // keys per K / V tile
   static_assert(NS % 2 == 0, "split: warpgroup w takes the stages s = w (mod 2)");
-  constexpr int TB = 64 * DP * 2;  // bytes of one 64-row tile
-  constexpr int CH = D / 8;        // real 16-byte chunks of a row
-  constexpr int CHP = DP / 8;      // ... of a padded row
-  constexpr int KS = DP / 16;      // k16 steps of S
-  constexpr int NO = DP / 2;       // O accumulator registers per thread
+  constexpr int TB = 64 * DP * 2;   // bytes of one Q tile (64 rows)
+  constexpr int TBK = BN * DP * 2;  // bytes of one K or V tile
+  constexpr int CH = D / 8;         // real 16-byte chunks of a row
+  constexpr int CHP = DP / 8;       // ... of a padded row
+  constexpr int KS = DP / 16;       // k16 steps of S
+  constexpr int NO = DP / 2;        // O accumulator registers per thread
   const int h = blockIdx.x;
   const int r0 = blockIdx.y * (split ? 64 : 128);  // the block's query rows
   if (r0 >= len) return;
@@ -262,6 +290,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
   const unsigned sR = sQ + 2 * TB;
   const int ntiles = (len + BN - 1) / BN;
+  static_assert(BN == 64 || BN == 128, "AF_BN72: 64 or 128");
   if (tid == 0) {
     mbar_init(bQ, 128);
     for (int s = 0; s < NS; ++s) {
@@ -272,10 +301,12 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     mbar_init_fence();
   }
   if (CHP > CH) {  // zero the pad chunks (d 72: columns 72 .. 79) of every tile once
-    for (int row = tid; row < 64 * (2 + 2 * NS); row += 384)
+    for (int row = tid; row < 128 + 2 * NS * BN; row += 384)
 #pragma unroll
       for (int c = CH; c < CHP; ++c)
-        sts128(sQ + (row >> 6) * TB + af_chunk_off<DP>(row & 63, c), make_uint4(0u, 0u, 0u, 0u));
+        sts128(row < 128 ? sQ + (row >> 6) * TB + af_chunk_off<DP>(row & 63, c)
+                         : sR + (row - 128) / BN * TBK + af_chunk_off<DP, BN>((row - 128) % BN, c),
+               make_uint4(0u, 0u, 0u, 0u));
     fence_proxy_async();  // generic stores, read by wgmma (async proxy)
   }
   __syncthreads();
@@ -286,8 +317,6 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     const __nv_bfloat16* const qh = q + h * D;
     const __nv_bfloat16* const kh = k + h * D;
     const __nv_bfloat16* const vh = v + h * D;
-    // chunk i of a tile: c = tid + 128 i, row c / CH, column chunk c % CH
-    constexpr int PER = (64 * CH + 127) / 128;
 #pragma unroll
     for (int i = 0; i < CH; ++i) {  // Q: 128 rows, warpgroup w's in tile w (split: 64 rows)
       const int c = tid + 128 * i;
@@ -301,51 +330,34 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int t = 0; t < ntiles; ++t) {
       const int s = t % NS;
       if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
-      const unsigned dk = sR + 2 * s * TB;
-      if (CH % 8 == 0) {
-        // d 64 / 128: thread t copies chunk t % CH of rows t / CH + RP i; the swizzled
-        // position depends on the row only through r % 8 = (t / CH) % 8 (RP is a multiple of 8)
-        constexpr int RP = 128 / CH;
-        const int cc = tid % CH, rr = tid / CH, j0 = t * BN + rr;
-        const unsigned d0 = dk + af_chunk_off<DP>(rr, cc);
-        // rows past the end: 0 bytes (zero fill) from a clamped, valid row
+      const unsigned dk = sR + 2 * s * TBK;
+      // The 64-column panels: thread t copies chunk t % CM of rows t / CM + RP i (CM = 8 NP
+      // chunks per row); the swizzled position depends on the row only through r % 8 = (t / CM)
+      // % 8, RP being a multiple of 8. The tail (d 72: chunk 8 of every row): row t + 128 i.
+      // Rows past the end: 0 bytes (zero fill) from a clamped, valid row.
+      constexpr int CM = 8 * NP, RP = 128 / CM, CT = CH - CM;
+      const int cc = tid % CM, rr = tid / CM, j0 = t * BN + rr;
+      const unsigned d0 = dk + af_chunk_off<DP, BN>(rr, cc);
+      auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
 #pragma unroll
-        for (int i = 0; i < 64 / RP; ++i) {
+        for (int i = 0; i < BN / RP; ++i) {
           const int j = j0 + RP * i;
-          cp_async16(d0 + i * RP * 128, kh + (min(j, len - 1) * rowstride + cc * 8),
+          cp_async16(d0 + dst + i * RP * 128, src + (min(j, len - 1) * rowstride + cc * 8),
                      j < len ? 16 : 0);
         }
-        cp_async_mbar_arrive(bK + 8 * s);
 #pragma unroll
-        for (int i = 0; i < 64 / RP; ++i) {
-          const int j = j0 + RP * i;
-          cp_async16(d0 + TB + i * RP * 128, vh + (min(j, len - 1) * rowstride + cc * 8),
-                     j < len ? 16 : 0);
-        }
-        cp_async_mbar_arrive(bV + 8 * s);
-      } else {
-        // chunk i of a tile: c = tid + 128 i, row c / CH, column chunk c % CH
-#pragma unroll
-        for (int i = 0; i < PER; ++i) {
+        for (int i = 0; i < (BN * CT + 127) / 128; ++i) {
           const int c = tid + 128 * i;
-          if ((64 * CH) % 128 != 0 && c >= 64 * CH) break;
-          const int row = c / CH, ch = c % CH, j = t * BN + row;
-          const bool ok = j < len;
-          cp_async16(dk + af_chunk_off<DP>(row, ch), kh + (min(j, len - 1) * rowstride + ch * 8),
-                     ok ? 16 : 0);
+          if ((BN * CT) % 128 != 0 && c >= BN * CT) break;
+          const int row = c / CT, ch = CM + c % CT, j = t * BN + row;
+          cp_async16(dk + dst + af_chunk_off<DP, BN>(row, ch),
+                     src + (min(j, len - 1) * rowstride + ch * 8), j < len ? 16 : 0);
         }
-        cp_async_mbar_arrive(bK + 8 * s);
-#pragma unroll
-        for (int i = 0; i < PER; ++i) {
-          const int c = tid + 128 * i;
-          if ((64 * CH) % 128 != 0 && c >= 64 * CH) break;
-          const int row = c / CH, ch = c % CH, j = t * BN + row;
-          const bool ok = j < len;
-          cp_async16(dk + TB + af_chunk_off<DP>(row, ch),
-                     vh + (min(j, len - 1) * rowstride + ch * 8), ok ? 16 : 0);
-        }
-        cp_async_mbar_arrive(bV + 8 * s);
-      }
+      };
+      copy_tile(kh, 0);
+      cp_async_mbar_arrive(bK + 8 * s);
+      copy_tile(vh, TBK);
+      cp_async_mbar_arrive(bV + 8 * s);
     }
     return;
   }
@@ -369,7 +381,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int e = 0; e < 4; ++e) ph[kj][e] = 0u;
   unsigned long long dq[KS];  // Q's descriptors per k16 step (loop-invariant)
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) dq[kk] = af_sdesc<NP>(sQw, kk);
+  for (int kk = 0; kk < KS; ++kk) dq[kk] = af_sdesc<NP, 64>(sQw, kk);
   // P V of tile stage sp: 4 k16 steps of 16 keys; d = 128: one n128 (two panels, LBO = 8192),
   // else one n64 (panel 0) [+ one n16 on the SW32 tail panel: 16 keys = 512 bytes, 8-key
   // groups 256 bytes apart]
@@ -377,10 +389,11 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 #pragma unroll
     for (int kj = 0; kj < BN / 16; ++kj) {
       if (NP == 2) {
-        wgmma_m64n128k16_rs_t(o, ph[kj], af_desc(va, 8192, 1024, 1) + kj * (2048 >> 4));
+        wgmma_m64n128k16_rs_t(o, ph[kj], af_desc(va, BN * 128, 1024, 1) + kj * (2048 >> 4));
       } else {
-        wgmma_m64n64k16_rs_t(o, ph[kj], af_desc(va, 8192, 1024, 1) + kj * (2048 >> 4));
-        if (TAIL) wgmma_m64n16k16_rs_t(o + 32, ph[kj], af_desc(va + 8192, 32, 256, 3) + kj * 32);
+        wgmma_m64n64k16_rs_t(o, ph[kj], af_desc(va, BN * 128, 1024, 1) + kj * (2048 >> 4));
+        if (TAIL)
+          wgmma_m64n16k16_rs_t(o + 32, ph[kj], af_desc(va + BN * 128, 32, 256, 3) + kj * 32);
       }
     }
   };
@@ -397,8 +410,8 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     // a pipeline stage whose inputs are written inside it (C7513)
     unsigned long long dk[KS];
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) dk[kk] = af_sdesc<NP>(sR + 2 * s * TB, kk);
-    const unsigned va = sR + (2 * sp + 1) * TB;
+    for (int kk = 0; kk < KS; ++kk) dk[kk] = af_sdesc<NP, BN>(sR + 2 * s * TBK, kk);
+    const unsigned va = sR + (2 * sp + 1) * TBK;
     fence_desc<KS>(dq);
     fence_desc<KS>(dk);
     fence_regs<NO>(o);
@@ -406,7 +419,12 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     fence_uregs<BN / 4>(&ph[0][0]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+    for (int kk = 0; kk < KS; ++kk) {
+      if (BN == 128)
+        wgmma_m64n128k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+      else
+        wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+    }
     wgmma_commit();
     if (do_pv) {
       wgmma_fence();
@@ -476,7 +494,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     const int sp = tlast % NS;
     mbar_wait(bV + 8 * sp, (tlast / NS) & 1);
     fence_proxy_async();
-    const unsigned va = sR + (2 * sp + 1) * TB;
+    const unsigned va = sR + (2 * sp + 1) * TBK;
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     wgmma_fence();
@@ -555,13 +573,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   extern __shared__ __align__(128) unsigned char smem[];
   switch (head_dim) {
     case 64:
-      if (AF_ONLY == 0 || AF_ONLY == 64) attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, split, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 64)
+        attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 72:
-      if (AF_ONLY == 0 || AF_ONLY == 72) attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, split, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 72)
+        attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 128:
-      if (AF_ONLY == 0 || AF_ONLY == 128) attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, split, smem);
+      if (AF_ONLY == 0 || AF_ONLY == 128)
+        attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     default:
       break;
