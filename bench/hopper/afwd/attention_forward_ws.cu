@@ -37,6 +37,11 @@
 // keys per K / V tile at d 64 / 72 (64 or 128; d = 128: 64)
 #define AF_BN72 64
 #endif
+#ifndef AF_PINGPONG
+// 1: in row mode the two consumer warpgroups take turns issuing their wgmma (named barriers 4
+// and 5, FA3's ping-pong), so one warpgroup's softmax overlaps the other's MMAs
+#define AF_PINGPONG 0
+#endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
 #endif
@@ -130,6 +135,16 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 }
 __device__ __forceinline__ void bar_sync_n(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive_if(int id, int n, bool pred) {  // predicated, no branch
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+               "r"(n), "r"(static_cast<int>(pred))
+               : "memory");
+}
+__device__ __forceinline__ void bar_sync_if(int id, int n, bool pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.sync %0, %1;\n}\n" ::"r"(id),
+               "r"(n), "r"(static_cast<int>(pred))
+               : "memory");
 }
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
@@ -226,6 +241,10 @@ __device__ __forceinline__ void wgmma_m64n16k16_rs_t(float* d, const unsigned (&
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#else
+inline void bar_sync_if(int id, int n, bool pred) {
+  if (pred) bar_sync_n(id, n);
 }
 #endif  // KOPT_EMU
 
@@ -335,7 +354,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
       // chunks per row); the swizzled position depends on the row only through r % 8 = (t / CM)
       // % 8, RP being a multiple of 8. The tail (d 72: chunk 8 of every row): row t + 128 i.
       // Rows past the end: 0 bytes (zero fill) from a clamped, valid row.
-      constexpr int CM = 8 * NP, RP = 128 / CM, CT = CH - CM;
+      constexpr int CM = 8 * NP, RP = 128 / CM, CT = CH - CM, CTD = CT > 0 ? CT : 1;
       const int cc = tid % CM, rr = tid / CM, j0 = t * BN + rr;
       const unsigned d0 = dk + af_chunk_off<DP, BN>(rr, cc);
       auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
@@ -349,7 +368,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
         for (int i = 0; i < (BN * CT + 127) / 128; ++i) {
           const int c = tid + 128 * i;
           if ((BN * CT) % 128 != 0 && c >= BN * CT) break;
-          const int row = c / CT, ch = CM + c % CT, j = t * BN + row;
+          const int row = c / CTD, ch = CM + c % CTD, j = t * BN + row;
           cp_async16(dk + dst + af_chunk_off<DP, BN>(row, ch),
                      src + (min(j, len - 1) * rowstride + ch * 8), j < len ? 16 : 0);
         }
@@ -399,13 +418,16 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   };
   mbar_wait(bQ, 0);
   fence_proxy_async();
+  const bool pp = AF_PINGPONG && !split;  // split: the warpgroups' tile counts can differ
+  bar_arrive_if(4, 256, pp && wg == 1);   // warpgroup 0 issues first
   // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
   for (int t = tfirst; t < ntiles; t += tstep) {
     const bool do_pv = t > tfirst;
     const int s = t % NS, sp = (t + NS - tstep) % NS;
     mbar_wait(bK + 8 * s, (t / NS) & 1);
     if (do_pv) mbar_wait(bV + 8 * sp, ((t - tstep) / NS) & 1);
-    fence_proxy_async();  // the cp.async (generic proxy) writes, before wgmma reads them
+    fence_proxy_async();           // the cp.async (generic proxy) writes, before wgmma reads them
+    bar_sync_if(4 + wg, 256, pp);  // this warpgroup's turn
     // every wgmma input (descriptors included) is defined before the fence: ptxas serializes
     // a pipeline stage whose inputs are written inside it (C7513)
     unsigned long long dk[KS];
@@ -436,6 +458,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     else
       wgmma_wait<0>();
     fence_regs<BN / 2>(sacc);
+    bar_arrive_if(5 - wg, 256, pp);  // the other warpgroup's turn, once this one's S is done
     const int t0 = t * BN;
     if (t0 + BN > len) {  // the sequence end
 #pragma unroll
@@ -494,12 +517,14 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     const int sp = tlast % NS;
     mbar_wait(bV + 8 * sp, (tlast / NS) & 1);
     fence_proxy_async();
+    bar_sync_if(4 + wg, 256, pp);
     const unsigned va = sR + (2 * sp + 1) * TBK;
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     wgmma_fence();
     pv_issue(va);
     wgmma_commit();
+    bar_arrive_if(5, 256, pp && wg == 0);  // warpgroup 1's last turn
     wgmma_wait<0>();
     fence_regs<NO>(o);
   }

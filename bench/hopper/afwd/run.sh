@@ -5,14 +5,17 @@
 #          cand_ws.json: the same run evaluates baseline and seed against one reference output),
 #          workloads in three groups (small, medium, large: the naive reference dominates C)
 #   D: cand_ws_rows.json (split mode off) on the workloads where the plan picks split mode
-# Budgeted: a step that would not fit in the 120 s is skipped and logged.
+#   E: cand_ws_bn128.json (AF_BN72 = 128: 128-key tiles at d = 72) on five d = 72 workloads
+#   F: cand_ws_split.json (split mode forced) on four workloads of 96 .. 272 row tiles
+#   G: cand_ws_pp.json (AF_PINGPONG = 1: the consumer warpgroups take turns issuing wgmma)
+# Budgeted: a step that would not fit in the 140 s is skipped and logged.
 R=$PWD; W=$R/.gpuwork/afwd; S=$R/.gpuwork/suite; T0=$(date +%s)
 B=$(cat "$S/bundle/source_dir" 2>/dev/null); [ -n "$B" ] && [ "$R" != "$B" ] && [ ! -e "$B" ] && mkdir -p "$(dirname "$B")" && ln -sfn "$R" "$B"
 export LD_LIBRARY_PATH=$S/bundle/lib KOPT_WORKER=$S/bundle/bin/kopt-worker KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_REQUIRE_GPU=1
 K=$S/bundle/bin/kopt; P="--peaks $W/configs/hardware/gpus.json --seeds 1 --no-store --json --max-time 0.2 --launch-timeout-ms 5000"
 CFG=$W/configs/bench/attention_forward_afwd.json
 el() { echo "$1 t=$(( $(date +%s) - T0 ))s" | tee -a $OUT/log.txt; }
-left() { echo $(( 120 - ($(date +%s) - T0) )); }
+left() { echo $(( 140 - ($(date +%s) - T0) )); }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $OUT/gpu.txt 2>&1
 ev() {  # name candidate-json|- timeout workloads
   local L=$(left); local T=$3; [ $T -gt $(( L - 3 )) ] && T=$(( L - 3 ))
@@ -33,6 +36,9 @@ ev A - 30 $A
 ev B - 30 $Bw
 ev C - 45 $Cw
 ev D cand_ws_rows 12 $SP
+ev E cand_ws_bn128 15 s14_l2024_h4_d72,s1_l1200_h16_d72,s4_l8136_h16_d72,s17_l15476_h4_d72,s18_l24952_h4_d72
+ev F cand_ws_split 10 s0_l720_h16_d72,s15_l4100_h4_d72,s1_l1200_h16_d72,s2_l2116_h16_d72
+ev G cand_ws_pp 12 s4_l8136_h16_d72,s9_l16742_h32_d128,s18_l24952_h4_d72,s1_l1200_h16_d72
 el "done"
 cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 2500 $f; done
 cd $OUT && tar czf afwd.tgz --exclude=afwd.tgz * && find . -maxdepth 1 -type f ! -name afwd.tgz -delete
