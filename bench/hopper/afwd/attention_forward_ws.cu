@@ -42,6 +42,12 @@
 // and 5, FA3's ping-pong), so one warpgroup's softmax overlaps the other's MMAs
 #define AF_PINGPONG 0
 #endif
+#ifndef AF_TAIL128
+// 1: d 72 / 80 keep their last 16 columns in a full 128-byte-swizzled panel (the layout of
+// d = 128, P V as one n128 wgmma: more shared memory and P V work) instead of the 32-byte-
+// swizzled tail panel (a fallback in case the SW32 descriptors misbehave on the GPU)
+#define AF_TAIL128 0
+#endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
 #endif
@@ -272,9 +278,10 @@ __device__ __forceinline__ unsigned af_chunk_off(int r, int c) {
 
 // S's descriptor for k16 step kk of a tile at address a: the SW128 panels (32 bytes per step),
 // then the SW32 tail panel (one step)
-template <int NP, int ROWS>
+template <int NP, int ROWS, bool T128>
 __device__ __forceinline__ unsigned long long af_sdesc(unsigned a, int kk) {
   if (kk < 4 * NP) return af_desc(a + (kk >> 2) * (ROWS * 128), 16, 1024, 1) + 2 * (kk & 3);
+  if (T128) return af_desc(a + NP * (ROWS * 128), 16, 1024, 1);  // AF_TAIL128: a SW128 panel
   return af_desc(a + NP * (ROWS * 128), 16, 256, 3);
 }
 
@@ -288,14 +295,18 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   constexpr int NP = DP / 64;             // full 64-column panels
   constexpr bool TAIL = DP % 64 != 0;     // a 16-column tail panel (DP = 80)
   static_assert(!TAIL || DP % 64 == 16, "head sizes 64, 72, 80, 128");
+  // AF_TAIL128: the tail columns in a full SW128 panel instead (layout width DL = 128)
+  constexpr bool T128 = AF_TAIL128 && TAIL;
+  constexpr int DL = T128 ? 128 : DP;
   constexpr int BN = D <= 80 ? AF_BN72 : 64, NS = AF_NS;  // keys per K / V tile
   static_assert(NS % 2 == 0, "split: warpgroup w takes the stages s = w (mod 2)");
-  constexpr int TB = 64 * DP * 2;   // bytes of one Q tile (64 rows)
-  constexpr int TBK = BN * DP * 2;  // bytes of one K or V tile
-  constexpr int CH = D / 8;         // real 16-byte chunks of a row
-  constexpr int CHP = DP / 8;       // ... of a padded row
-  constexpr int KS = DP / 16;       // k16 steps of S
-  constexpr int NO = DP / 2;        // O accumulator registers per thread
+  constexpr int TB = 64 * DL * 2;   // bytes of one Q tile (64 rows)
+  constexpr int TBK = BN * DL * 2;  // bytes of one K or V tile
+  static_assert(1024 + 2 * TB + 2 * NS * TBK <= 232448, "shared memory: fewer stages or keys");
+  constexpr int CH = D / 8;    // real 16-byte chunks of a row
+  constexpr int CHP = DL / 8;  // ... of a padded row
+  constexpr int KS = DP / 16;  // k16 steps of S
+  constexpr int NO = DL / 2;   // O accumulator registers per thread
   const int h = blockIdx.x;
   const int r0 = blockIdx.y * (split ? 64 : 128);  // the block's query rows
   if (r0 >= len) return;
@@ -323,8 +334,8 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int row = tid; row < 128 + 2 * NS * BN; row += 384)
 #pragma unroll
       for (int c = CH; c < CHP; ++c)
-        sts128(row < 128 ? sQ + (row >> 6) * TB + af_chunk_off<DP>(row & 63, c)
-                         : sR + (row - 128) / BN * TBK + af_chunk_off<DP, BN>((row - 128) % BN, c),
+        sts128(row < 128 ? sQ + (row >> 6) * TB + af_chunk_off<DL>(row & 63, c)
+                         : sR + (row - 128) / BN * TBK + af_chunk_off<DL, BN>((row - 128) % BN, c),
                make_uint4(0u, 0u, 0u, 0u));
     fence_proxy_async();  // generic stores, read by wgmma (async proxy)
   }
@@ -342,7 +353,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
       const int row = c / CH, ch = c % CH, r = r0 + row;
       if (split && row >= 64) break;
       const bool ok = r < len;
-      cp_async16(sQ + (row >> 6) * TB + af_chunk_off<DP>(row & 63, ch),
+      cp_async16(sQ + (row >> 6) * TB + af_chunk_off<DL>(row & 63, ch),
                  qh + (min(r, len - 1) * rowstride + ch * 8), ok ? 16 : 0);
     }
     cp_async_mbar_arrive(bQ);
@@ -356,7 +367,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
       // Rows past the end: 0 bytes (zero fill) from a clamped, valid row.
       constexpr int CM = 8 * NP, RP = 128 / CM, CT = CH - CM, CTD = CT > 0 ? CT : 1;
       const int cc = tid % CM, rr = tid / CM, j0 = t * BN + rr;
-      const unsigned d0 = dk + af_chunk_off<DP, BN>(rr, cc);
+      const unsigned d0 = dk + af_chunk_off<DL, BN>(rr, cc);
       auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
 #pragma unroll
         for (int i = 0; i < BN / RP; ++i) {
@@ -369,7 +380,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
           const int c = tid + 128 * i;
           if ((BN * CT) % 128 != 0 && c >= BN * CT) break;
           const int row = c / CTD, ch = CM + c % CTD, j = t * BN + row;
-          cp_async16(dk + dst + af_chunk_off<DP, BN>(row, ch),
+          cp_async16(dk + dst + af_chunk_off<DL, BN>(row, ch),
                      src + (min(j, len - 1) * rowstride + ch * 8), j < len ? 16 : 0);
         }
       };
@@ -400,14 +411,14 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int e = 0; e < 4; ++e) ph[kj][e] = 0u;
   unsigned long long dq[KS];  // Q's descriptors per k16 step (loop-invariant)
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) dq[kk] = af_sdesc<NP, 64>(sQw, kk);
+  for (int kk = 0; kk < KS; ++kk) dq[kk] = af_sdesc<NP, 64, T128>(sQw, kk);
   // P V of tile stage sp: 4 k16 steps of 16 keys; d = 128: one n128 (two panels, LBO = 8192),
   // else one n64 (panel 0) [+ one n16 on the SW32 tail panel: 16 keys = 512 bytes, 8-key
   // groups 256 bytes apart]
   auto pv_issue = [&](unsigned va) {
 #pragma unroll
     for (int kj = 0; kj < BN / 16; ++kj) {
-      if (NP == 2) {
+      if (DL == 128) {
         wgmma_m64n128k16_rs_t(o, ph[kj], af_desc(va, BN * 128, 1024, 1) + kj * (2048 >> 4));
       } else {
         wgmma_m64n64k16_rs_t(o, ph[kj], af_desc(va, BN * 128, 1024, 1) + kj * (2048 >> 4));
@@ -432,7 +443,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     // a pipeline stage whose inputs are written inside it (C7513)
     unsigned long long dk[KS];
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) dk[kk] = af_sdesc<NP, BN>(sR + 2 * s * TBK, kk);
+    for (int kk = 0; kk < KS; ++kk) dk[kk] = af_sdesc<NP, BN, T128>(sR + 2 * s * TBK, kk);
     const unsigned va = sR + (2 * sp + 1) * TBK;
     fence_desc<KS>(dq);
     fence_desc<KS>(dk);
@@ -496,7 +507,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
 #pragma unroll
-    for (int d = 0; d < DP / 8; ++d) {
+    for (int d = 0; d < DL / 8; ++d) {
       o[4 * d] *= corr[0];
       o[4 * d + 1] *= corr[0];
       o[4 * d + 2] *= corr[1];
@@ -555,7 +566,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
       const float c0 = fast_exp2((m[hf] - mx) * sl2), c1 = fast_exp2((m1 - mx) * sl2);
       l[hf] = l[hf] * c0 + l1 * c1;
 #pragma unroll
-      for (int d = 0; d < DP / 8; ++d)
+      for (int d = 0; d < DL / 8; ++d)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int i = 4 * d + 2 * hf + e;
@@ -574,17 +585,17 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     const float inv = 1.f / sum;
     const int row = 16 * wl + g + hf * 8;
 #pragma unroll
-    for (int d = 0; d < DP / 8; ++d) {
+    for (int d = 0; d < DL / 8; ++d) {
       __nv_bfloat162 x =
           __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      sts32(sQw + af_chunk_off<DP>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&x));
+      sts32(sQw + af_chunk_off<DL>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&x));
     }
   }
   __syncwarp();
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + (split ? 0 : 64 * wg) + row;
     if (r >= len) continue;
-    const uint4 x = lds128(sQw + af_chunk_off<DP>(row, ch));
+    const uint4 x = lds128(sQw + af_chunk_off<DL>(row, ch));
     *reinterpret_cast<uint4*>(out + (r * H + h) * D + ch * 8) = x;
   }
 }

@@ -7,6 +7,8 @@
 #   D: cand_ws_rows.json (split mode off) on the workloads where the plan picks split mode
 #   E: cand_ws_bn128.json (AF_BN72 = 128: 128-key tiles at d = 72) on five d = 72 workloads
 #   F: cand_ws_split.json (split mode forced) on four workloads of 96 .. 272 row tiles
+#   H: cand_ws_t128.json (AF_TAIL128 = 1: d = 72's tail in a SW128 panel, the fallback if the
+#      SW32 tail panels fail) on three d = 72 workloads; runs right after C
 #   G: cand_ws_pp.json (AF_PINGPONG = 1: the consumer warpgroups take turns issuing wgmma)
 # Budgeted: a step that would not fit in the 140 s is skipped and logged.
 R=$PWD; W=$R/.gpuwork/afwd; S=$R/.gpuwork/suite; T0=$(date +%s)
@@ -35,6 +37,7 @@ SP=s11_l276_h4_d72,s12_l600_h4_d72,s13_l1012_h4_d72,s14_l2024_h4_d72,s20_l1_h8_d
 ev A - 30 $A
 ev B - 30 $Bw
 ev C - 45 $Cw
+ev H cand_ws_t128 12 s14_l2024_h4_d72,s4_l8136_h16_d72,s18_l24952_h4_d72
 ev D cand_ws_rows 12 $SP
 ev E cand_ws_bn128 15 s14_l2024_h4_d72,s1_l1200_h16_d72,s4_l8136_h16_d72,s17_l15476_h4_d72,s18_l24952_h4_d72
 ev F cand_ws_split 10 s0_l720_h16_d72,s15_l4100_h4_d72,s1_l1200_h16_d72,s2_l2116_h16_d72
