@@ -9,6 +9,7 @@
 #   F: cand_ws_split.json (split mode forced) on four workloads of 96 .. 272 row tiles
 #   H: cand_ws_t128.json (AF_TAIL128 = 1: d = 72's tail in a SW128 panel, the fallback if the
 #      SW32 tail panels fail) on three d = 72 workloads; runs right after C
+#   I: cand_ws_ns6.json (AF_NS = 6 ring stages) on three workloads (last, skipped if no time)
 #   G: cand_ws_pp.json (AF_PINGPONG = 1: the consumer warpgroups take turns issuing wgmma)
 # Budgeted: a step that would not fit in the 140 s is skipped and logged.
 R=$PWD; W=$R/.gpuwork/afwd; S=$R/.gpuwork/suite; T0=$(date +%s)
@@ -42,6 +43,7 @@ ev D cand_ws_rows 12 $SP
 ev E cand_ws_bn128 15 s14_l2024_h4_d72,s1_l1200_h16_d72,s4_l8136_h16_d72,s17_l15476_h4_d72,s18_l24952_h4_d72
 ev F cand_ws_split 10 s0_l720_h16_d72,s15_l4100_h4_d72,s1_l1200_h16_d72,s2_l2116_h16_d72
 ev G cand_ws_pp 12 s4_l8136_h16_d72,s9_l16742_h32_d128,s18_l24952_h4_d72,s1_l1200_h16_d72
+ev I cand_ws_ns6 12 s4_l8136_h16_d72,s9_l16742_h32_d128,s18_l24952_h4_d72
 el "done"
 cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 2500 $f; done
 cd $OUT && tar czf afwd.tgz --exclude=afwd.tgz * && find . -maxdepth 1 -type f ! -name afwd.tgz -delete
