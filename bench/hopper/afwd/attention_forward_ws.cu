@@ -23,9 +23,17 @@
 //   wgmma on the tail (SW32 MN-major). d = 72's pad columns (72 .. 79) are zeroed once (no
 //   cp.async writes them), so S is exact and O's pad columns are discarded. The padding costs
 //   80 / 72 of the tensor work at d = 72.
+// - Split mode (argument split = 1, the plan's choice when heads x ceil(seq_len / 128) <= 66):
+//   a block takes 64 query rows, its two consumer warpgroups the even and the odd key tiles
+//   (ring stages s = w mod 2); warpgroup 1 hands (m, l, O) to warpgroup 0 through the drained
+//   ring, which merges them. Doubles the blocks of the small grids.
 // - Output: normalised by the row sum, staged through the warpgroup's Q tile, 16-byte stores.
-// head_dim 64, 72, 80, 128; any other returns without writing. seq_len * heads * head_dim must
-// be below 2^31 (32-bit element offsets).
+// - Parameters: AF_NS ring stages, AF_BN72 keys per tile at d 64 / 72, AF_PINGPONG (FA3's
+//   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel).
+// head_dim 64, 72, 128 (80 would fit the layout; not compiled in: it spilled the producer);
+// any other returns without writing. seq_len * heads * head_dim must be below 2^31 (32-bit
+// element offsets). Grid (heads, ceil(seq_len / (128 - 64 split))), 384 threads.
+// Measured on H200: not yet (written 2026-12-03; bench/hopper/afwd/NOTES.md has the status).
 #include <cuda_bf16.h>
 
 #ifndef AF_NS
