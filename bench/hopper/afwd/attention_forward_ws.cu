@@ -56,6 +56,11 @@
 // swizzled tail panel (a fallback in case the SW32 descriptors misbehave on the GPU)
 #define AF_TAIL128 0
 #endif
+#ifndef AF_S_RS
+// 1: S = Q K^T with Q from registers (wgmma RS; the A fragments of every k16 step loaded once by
+// ldmatrix) instead of from shared memory (SS): S's shared-memory reads halve
+#define AF_S_RS 0
+#endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
 #endif
@@ -169,6 +174,27 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+// S += Q K^T with A (Q) from registers (the mma A fragment layout per warp), B (K) K-major.
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4],
+                                                   unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
 // S += Q K^T: A (Q) and B (K) from shared memory, both K-major.
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float* d, unsigned long long da,
                                                    unsigned long long db, int scale_d) {
@@ -437,6 +463,13 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   };
   mbar_wait(bQ, 0);
   fence_proxy_async();
+  static_assert(!AF_S_RS || BN == 64, "AF_S_RS: 64-key tiles");
+  unsigned qf[AF_S_RS ? KS : 1][4];  // AF_S_RS: Q's A fragments (rows 16 wl .., k16 step kk)
+  if (AF_S_RS) {
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+      ldsm_x4(sQw + af_chunk_off<DL>(16 * wl + (lane & 15), 2 * kk + (lane >> 4)), qf[kk]);
+  }
   const bool pp = AF_PINGPONG && !split;  // split: the warpgroups' tile counts can differ
   bar_arrive_if(4, 256, pp && wg == 1);   // warpgroup 0 issues first
   // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
@@ -453,7 +486,10 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) dk[kk] = af_sdesc<NP, BN, T128>(sR + 2 * s * TBK, kk);
     const unsigned va = sR + (2 * sp + 1) * TBK;
-    fence_desc<KS>(dq);
+    if (AF_S_RS)
+      fence_uregs<4 * KS>(&qf[0][0]);
+    else
+      fence_desc<KS>(dq);
     fence_desc<KS>(dk);
     fence_regs<NO>(o);
     fence_regs<BN / 2>(sacc);
@@ -463,6 +499,8 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int kk = 0; kk < KS; ++kk) {
       if (BN == 128)
         wgmma_m64n128k16_ss(sacc, dq[kk], dk[kk], kk > 0);
+      else if (AF_S_RS)
+        wgmma_m64n64k16_rs(sacc, qf[AF_S_RS ? kk : 0], dk[kk], kk > 0);
       else
         wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
     }
