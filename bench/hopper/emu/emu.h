@@ -528,6 +528,10 @@ inline void wgmma_m64n128k16_ss(float* d, unsigned long long da, unsigned long l
                                 int scale_d) {
   wgmma_ss<128>(d, da, db, scale_d);
 }
+inline void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
+                                int scale_d) {
+  wgmma_rs<128>(d, a, db, scale_d, false);
+}
 inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
                                int scale_d) {
   wgmma_rs<64>(d, a, db, scale_d, false);
