@@ -41,6 +41,10 @@
 #define AF_NS 4
 #endif
 
+#ifndef AF_NS128
+// ring stages at d = 128 (AF_NS elsewhere)
+#define AF_NS128 AF_NS
+#endif
 #ifndef AF_BN72
 // keys per K / V tile at d 64 / 72 (64 or 128; d = 128: 64)
 #define AF_BN72 64
@@ -354,7 +358,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   // AF_TAIL128: the tail columns in a full SW128 panel instead (layout width DL = 128)
   constexpr bool T128 = AF_TAIL128 && TAIL;
   constexpr int DL = T128 ? 128 : DP;
-  constexpr int BN = D <= 80 ? AF_BN72 : 64, NS = AF_NS;  // keys per K / V tile
+  constexpr int BN = D <= 80 ? AF_BN72 : 64, NS = D == 128 ? AF_NS128 : AF_NS;  // keys per tile
   static_assert(NS % 2 == 0, "split: warpgroup w takes the stages s = w (mod 2)");
   constexpr int TB = 64 * DL * 2;   // bytes of one Q tile (64 rows)
   constexpr int TBK = BN * DL * 2;  // bytes of one K or V tile
