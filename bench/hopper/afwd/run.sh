@@ -1,7 +1,8 @@
 #!/bin/bash
 # afwd pack v2 (after batch B): the two candidates that combine what batch B measured faster.
 #   Y = cand_Y.json: AF_BN72 = 128 (128-key tiles at d = 72), AF_PINGPONG = 1 (all components
-#       ran correct in batch B); X = cand_X.json: Y + AF_S_RS = 1 (S with Q from registers).
+#       ran correct in batch B); X = cand_X.json: Y + AF_S_RS = 1 (S with Q from registers) +
+#       AF_NS128 = 6 (6 ring stages at d = 128, faster on s9 in batch B).
 #   1: A + B workload groups (18 workloads): kopt eval of attention_forward_afwd.json (the config
 #      with seed = Y): baseline and Y against one reference output
 #   2: X (--candidate) on the same 18 workloads
