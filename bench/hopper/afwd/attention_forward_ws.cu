@@ -33,7 +33,12 @@
 // head_dim 64, 72, 128 (80 would fit the layout; not compiled in: it spilled the producer);
 // any other returns without writing. seq_len * heads * head_dim must be below 2^31 (32-bit
 // element offsets). Grid (heads, ceil(seq_len / (128 - 64 split))), 384 threads.
-// Measured on H200: not yet (written 2026-12-03; bench/hopper/afwd/NOTES.md has the status).
+// Measured on H200 (2026-12-03 18:22 UTC, driver 580.159.04, kopt eval --seeds 1, NOTES.md): the
+// defaults are correct on the 18 of 21 workloads run (s7, s8, s10 not run) and reach 19.95 %
+// weighted SOL over them against attention_forward_fa2's 18.59 %: faster on d = 128 (s9 11.21
+// against 13.96 ms) and on the split-mode small grids (s14 25.9 against 46.9 us), 4-12 % slower
+// on the long d = 72 row-mode ones (s4 1128 against 1030 us). AF_PINGPONG = 1 measured faster
+// than both on the 4 workloads it ran (s4 990 us, s18 2168 us, s9 10.42 ms, s1 43.3 us).
 #include <cuda_bf16.h>
 
 #ifndef AF_NS
