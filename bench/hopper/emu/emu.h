@@ -85,6 +85,11 @@ inline float __uint_as_float(unsigned u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
@@ -475,24 +480,33 @@ inline void fence_uregs(unsigned*) {}
 // descriptor. K-major (trans 0, B stored [N][K]): ((8, m), (8, 2)) : ((128 B,
 // SBO), (2 B, 16 B)); MN-major (trans 1, B stored [K][N]): N in 64-element
 // atoms LBO apart, K rows 128 B apart in groups of 8, groups SBO apart. Then
-// the 128-byte swizzle: address bits [4, 7) ^= bits [7, 10).
+// the 128-byte swizzle: address bits [4, 7) ^= bits [7, 10). The 32-byte
+// swizzle (layout type 3, attention_forward_ws's tail panels): rows of 32 B
+// (16-element MN atoms), address bit 4 ^= bit 7.
 inline unsigned desc_addr(unsigned long long desc, int k, int n, bool trans) {
   const unsigned start = static_cast<unsigned>(desc & 0x3FFF) << 4;
   const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFF) << 4;
   const unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3FFF) << 4;
-  // the swizzle repeats every 1024 bytes: with the descriptor's base offset (bits 49-51) 0 the
-  // matrix starts 1024-aligned, steps along K inside the atom (address bits 4-6) aside
-  if (((start >> 7) & 7) != 0 || ((desc >> 49) & 7) != 0) {
+  const unsigned mode = static_cast<unsigned>(desc >> 62);
+  if (mode != 1 && mode != 3) {
+    std::fprintf(stderr, "emu: descriptor layout type %u not modelled\n", mode);
+    std::abort();
+  }
+  // the 128-byte swizzle repeats every 1024 bytes: with the descriptor's base offset (bits
+  // 49-51) 0 the matrix starts 1024-aligned, steps along K inside the atom (address bits 4-6)
+  // aside (the 32-byte swizzle's tail panels are not checked)
+  if (mode == 1 && (((start >> 7) & 7) != 0 || ((desc >> 49) & 7) != 0)) {
     std::fprintf(
         stderr, "emu: wgmma descriptor start %u: 128-byte-swizzled base not 1024-aligned\n", start);
     std::abort();
   }
+  const unsigned rb = mode == 1 ? 128 : 32;  // bytes of a swizzle row
   unsigned a;
   if (!trans)
-    a = start + (n % 8) * 128 + (n / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
+    a = start + (n % 8) * rb + (n / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
   else
-    a = start + (n % 64) * 2 + (n / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
-  return a ^ (((a >> 7) & 7) << 4);
+    a = start + (n % (rb / 2)) * 2 + (n / (rb / 2)) * lbo + (k % 8) * rb + (k / 8) * sbo;
+  return mode == 1 ? a ^ (((a >> 7) & 7) << 4) : a ^ (((a >> 7) & 1) << 4);
 }
 
 // wgmma m64nNk16 with A from registers (warp w of the warpgroup: rows 16w.., the mma A layout)
@@ -558,6 +572,14 @@ inline void wgmma_m64n64k16_ss(float* d, unsigned long long da, unsigned long lo
                                int scale_d) {
   wgmma_ss<64>(d, da, db, scale_d);
 }
+inline void wgmma_m64n128k16_ss(float* d, unsigned long long da, unsigned long long db,
+                                int scale_d) {
+  wgmma_ss<128>(d, da, db, scale_d);
+}
+inline void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
+                                int scale_d) {
+  wgmma_rs<128>(d, a, db, scale_d, false);
+}
 inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
                                int scale_d) {
   wgmma_rs<64>(d, a, db, scale_d, false);
@@ -565,6 +587,15 @@ inline void wgmma_m64n64k16_rs(float* d, const unsigned (&a)[4], unsigned long l
 inline void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db,
                                   int scale_d) {
   wgmma_rs<128>(d, a, db, scale_d, true);
+}
+inline void wgmma_m64n128k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<128>(d, a, db, 1, true);
+}
+inline void wgmma_m64n64k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<64>(d, a, db, 1, true);
+}
+inline void wgmma_m64n16k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<16>(d, a, db, 1, true);
 }
 inline void wgmma_m64n128k16_rs_t_h(float* d, const unsigned (&a)[4], unsigned long long db) {
   wgmma_rs<128>(d, a, db, 1, true, true);

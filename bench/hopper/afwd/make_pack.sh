@@ -1,0 +1,17 @@
+#!/bin/bash
+# Rebuilds the GPU pack /work/main/.gpuwork/afwd from this directory (run from the worktree root).
+set -e
+H=$(cd "$(dirname "$0")" && pwd); W=/work/main/.gpuwork/afwd
+rm -rf $W && mkdir -p $W
+cp -r /work/main/configs $W/configs
+cp $H/attention_forward_ws.cu $H/cand_*.json $H/run.sh $W/
+cp $H/attention_forward_ws.cu $W/configs/bench/
+cp $H/../summarize_eval.py $W/
+python3 - $W <<'PY'
+import json, sys
+W = sys.argv[1]
+d = json.load(open(W + '/configs/bench/attention_forward.json'))
+d['seed'] = json.load(open(W + '/cand_Y.json'))
+json.dump(d, open(W + '/configs/bench/attention_forward_afwd.json', 'w'), indent=1)
+PY
+du -sh $W
