@@ -55,12 +55,25 @@
 #ifndef EPI_V4
 #define EPI_V4 0
 #endif
+// FP8 = 1 (UNMEASURED): tiles without split-K (the mid and large shapes) take an e4m3
+// wgmma path instead (see "FP8 path" below); the small-m shapes keep the f16 path.
+#ifndef FP8
+#define FP8 0
+#endif
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
 #define S_BYTES (BN * BK * 2)
 #define R_BYTES (BM * BK)
 #define STAGE_BYTES (S_BYTES + R_BYTES)
+#if FP8
+// FP8 path: tile = 128 rows of A x 256 rows of B, one 128-wide K group per stage (A 16 KB,
+// B 32 KB, both e4m3 straight from global by TMA, 128-byte swizzle), as many stages as fit
+// in the f16 path's shared memory (STAGES = 5: 4).
+#define A8_BYTES (128 * 128)
+#define STAGE8 (A8_BYTES + 256 * 128)
+#define ST8 ((STAGES * STAGE_BYTES) / STAGE8)
+#endif
 
 struct plan_t {
   int swap, rows_r, rows_s, tiles_r, tiles_s, tiles, splits, gps, groups;
@@ -81,6 +94,13 @@ __device__ __forceinline__ plan_t make_plan(int M, int N, int K, int ctas) {
   p.splits = (p.groups + p.gps - 1) / p.gps;
   return p;
 }
+#if FP8
+// The FP8 path is taken where the f16 plan does not split K (then no `out` zeroing, no
+// conversion pass, no ratio table are needed).
+__device__ __forceinline__ bool use_fp8(const plan_t& p) {
+  return p.splits == 1;
+}
+#endif
 // Padded column count of the ratio table (a whole number of S tiles).
 __device__ __forceinline__ long long ratio_stride(const plan_t& p) {
   return (long long)p.tiles_s * BN;
@@ -126,12 +146,12 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int c
                : "memory")
 __device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
                                               int box_rows, int elem_bytes, int elemtype,
-                                              int swizzle) {
+                                              int swizzle, int box0 = BK) {
   asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(sm),
                "l"(gaddr)
                : "memory");
   MAP_FIELD32("rank", "", 1);
-  MAP_FIELD32("box_dim", "0, ", BK);
+  MAP_FIELD32("box_dim", "0, ", box0);
   MAP_FIELD32("box_dim", "1, ", box_rows);
   MAP_FIELD32("global_dim", "0, ", K);
   MAP_FIELD32("global_dim", "1, ", rows);
@@ -179,6 +199,32 @@ extern "C" __global__ void __launch_bounds__(256)
               unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N, int K,
               int ctas) {
   const plan_t p = make_plan(M, N, K, ctas);
+#if FP8
+  if (use_fp8(p)) {  // FP8 path: A [M, K] and B [N, K] as they are; nothing else to prepare
+    if (blockIdx.x == 0 && threadIdx.x < 32) {
+      __shared__ __align__(128) unsigned char smaps8[256];
+      for (int i = threadIdx.x; i < 256; i += 32) smaps8[i] = 0;
+      __syncwarp();
+      const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps8);
+      if (threadIdx.x == 0) {
+        make_map_smem(sm, A, K, M, 128, 1, 0, 3, 128);
+        make_map_smem(sm + 128, B, K, N, 256, 1, 0, 3, 128);
+      }
+      __syncwarp();
+      asm volatile(
+          "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+          " [%0], [%1], 128;" ::"l"(maps),
+          "r"(sm)
+          : "memory");
+      asm volatile(
+          "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+          " [%0], [%1], 128;" ::"l"(maps + 128),
+          "r"(sm + 128)
+          : "memory");
+    }
+    return;
+  }
+#endif
   const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
   unsigned* dst = reinterpret_cast<unsigned*>(ws);
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
@@ -302,6 +348,32 @@ __device__ __forceinline__ void wgmma_rs_m64n256k16(float* d, const unsigned* a,
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+#if FP8
+// D (64 x 128, fp32) = A (64 x 32 e4m3, shared memory) * B^T (128 x 32 e4m3, shared memory),
+// a fresh accumulator (scale-d = 0): every k32 product is promoted into fp32 by the caller.
+__device__ __forceinline__ void wgmma_fp8_m64n128k32(float* d, unsigned long long da,
+                                                     unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(0));
+}
+#endif
 // Tile t -> (tr, ts): groups of GROUP_M R-tiles, R fastest inside a group.
 __device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int& tr, int& ts) {
   const int group = GROUP_M * tiles_s, g = t / group, first = g * GROUP_M;
@@ -347,6 +419,95 @@ __device__ __forceinline__ void red_add2(float* p, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
 
+#if FP8
+// FP8 path, one consumer warpgroup (c = 0, 1: rows 64c .. 64c + 63 of the 128-row A tile) x all
+// 256 B rows of the tile. Per k32 and 128-column half h: a fresh m64n128k32 e4m3 wgmma into tm
+// (64 fp32), waited for at once, then acc[64h + ..] += tm * sigma in fp32 (one FFMA per
+// element and k32: the e4m3 MMA's reduced-precision sum never spans more than 32 products).
+// The two consumer warpgroups alternate on the tensor cores: one's FFMAs run while the
+// other's wgmma does. sigma = a_scales[row, g] * b_scales[column block, g] for the stage's
+// group g; d-register layout as in the f16 path: tm[4jj + i] is row 16w + gq + 8(i/2),
+// column 8jj + 2t + (i%2) of the half.
+__device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
+                                             const float* __restrict__ b_scales,
+                                             float* __restrict__ out, int M, int N, int G,
+                                             unsigned base, unsigned bars, int c) {
+  const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
+  const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8, nb = N / 128;
+  float tm[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) tm[i] = 0.f;
+  int it = 0;
+  for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+    int tr, ts;
+    tile_coords(u, tr8, ts8, tr, ts);
+    const int r0 = tr * 128 + 64 * c + 16 * w + gq;  // rows r0, r0 + 8
+    const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
+    const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
+    const float* sb0 = b_scales + (long long)min(2 * ts, nb - 1) * G;
+    const float* sb1 = b_scales + (long long)min(2 * ts + 1, nb - 1) * G;
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    float xa0 = __ldg(sa0), xa1 = __ldg(sa1), xb0 = __ldg(sb0), xb1 = __ldg(sb1);
+    for (int g = 0; g < G; ++g, ++it) {
+      float sc[4];  // sc[2h + q]: column half h, row r0 + 8q
+      sc[0] = xa0 * xb0;
+      sc[1] = xa1 * xb0;
+      sc[2] = xa0 * xb1;
+      sc[3] = xa1 * xb1;
+      if (g + 1 < G) {  // next group's scales, a group ahead
+        xa0 = __ldg(sa0 + g + 1);
+        xa1 = __ldg(sa1 + g + 1);
+        xb0 = __ldg(sb0 + g + 1);
+        xb1 = __ldg(sb1 + g + 1);
+      }
+      const int s = it % ST8;
+      mbar_wait(bars + 8 * s, (it / ST8) & 1);
+      const unsigned st = base + s * STAGE8;
+      const unsigned long long da = desc_sw128(st + 8192 * c), db = desc_sw128(st + A8_BYTES);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          wgmma_fence();
+          wgmma_fp8_m64n128k32(tm, da + 2 * kk, db + 1024 * h + 2 * kk);  // +32 B per k32
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_regs<64>(tm);
+          if (kk == 3 && h == 1 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));
+#pragma unroll
+          for (int jj = 0; jj < 16; ++jj) {
+            acc[64 * h + 4 * jj] = fmaf(tm[4 * jj], sc[2 * h], acc[64 * h + 4 * jj]);
+            acc[64 * h + 4 * jj + 1] = fmaf(tm[4 * jj + 1], sc[2 * h], acc[64 * h + 4 * jj + 1]);
+            acc[64 * h + 4 * jj + 2] =
+                fmaf(tm[4 * jj + 2], sc[2 * h + 1], acc[64 * h + 4 * jj + 2]);
+            acc[64 * h + 4 * jj + 3] =
+                fmaf(tm[4 * jj + 3], sc[2 * h + 1], acc[64 * h + 4 * jj + 3]);
+          }
+        }
+      }
+    }
+    const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int jj = 0; jj < 16; ++jj) {
+        const int col = ts * 256 + 128 * h + 8 * jj + 2 * t;
+        if (col >= N) continue;
+        float* o0 = out + (long long)r0 * N + col;
+        if (ok0)
+          *reinterpret_cast<float2*>(o0) =
+              make_float2(acc[64 * h + 4 * jj], acc[64 * h + 4 * jj + 1]);
+        if (ok1)
+          *reinterpret_cast<float2*>(o0 + 8LL * N) =
+              make_float2(acc[64 * h + 4 * jj + 2], acc[64 * h + 4 * jj + 3]);
+      }
+    }
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(384, 1)
     bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
                  float* __restrict__ out, const unsigned char* __restrict__ ws,
@@ -379,23 +540,49 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps) : "memory");
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps + 128)
                    : "memory");
-      int it = 0;
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        int tr, ts;
-        tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
-        const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
-        for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-          const unsigned ss = base + s * STAGE_BYTES;
-          mbar_expect_tx(bars + 8 * s, STAGE_BYTES);  // whole boxes, out-of-bounds rows included
-          tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
-          tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+#if FP8
+      if (use_fp8(p)) {  // FP8 path: one 128-wide K group of A and B per stage
+        const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8;
+        int it = 0;
+        for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+          int tr, ts;
+          tile_coords(u, tr8, ts8, tr, ts);
+          for (int g = 0; g < p.groups; ++g, ++it) {
+            const int s = it % ST8;
+            if (it >= ST8) mbar_wait(bars + 8 * (STAGES + s), ((it / ST8) - 1) & 1);
+            const unsigned ss = base + s * STAGE8;
+            mbar_expect_tx(bars + 8 * s, STAGE8);  // whole boxes, out-of-bounds rows included
+            tma_load_2d(ss, maps, g * 128, tr * 128, bars + 8 * s);
+            tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * 256, bars + 8 * s);
+          }
+        }
+      } else
+#endif
+      {
+        int it = 0;
+        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+          int tr, ts;
+          tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+          const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
+          for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+            const unsigned ss = base + s * STAGE_BYTES;
+            mbar_expect_tx(bars + 8 * s, STAGE_BYTES);  // whole boxes, out-of-bounds rows included
+            tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
+            tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+          }
         }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+#if FP8
+    if (use_fp8(p)) {
+      fp8_consumer(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1);
+      return;
+    }
+#endif
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
     const int G = p.groups;
     const float* ratio = reinterpret_cast<const float*>(ws + 2LL * p.rows_s * K);
