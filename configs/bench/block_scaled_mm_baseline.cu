@@ -60,6 +60,16 @@
 #ifndef FP8
 #define FP8 0
 #endif
+// FP8_DB = 1: the FP8 path's wgmmas are m64n64k32 into two alternating 32-register
+// temporaries, so each warpgroup keeps one wgmma in flight while it adds the previous one
+// (FP8_DB = 0: m64n128k32 into one 64-register temporary, waited for at once).
+#ifndef FP8_DB
+#define FP8_DB 0
+#endif
+// FP8_FFMA = 0: diagnostic only (wrong results): the FP8 path without its promotion FFMAs.
+#ifndef FP8_FFMA
+#define FP8_FFMA 1
+#endif
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
@@ -70,9 +80,14 @@
 // FP8 path: tile = 128 rows of A x 256 rows of B, one 128-wide K group per stage (A 16 KB,
 // B 32 KB, both e4m3 straight from global by TMA, 128-byte swizzle), as many stages as fit
 // in the f16 path's shared memory (STAGES = 5: 4).
+// FP8_DB = 2: tile 128 x 128 instead (each consumer warpgroup 64 x 128, m64n128k32 into two
+// alternating 64-register temporaries, one wgmma in flight across the groups; 6 stages).
+#define FP8_BN (FP8_DB == 2 ? 128 : 256)
 #define A8_BYTES (128 * 128)
-#define STAGE8 (A8_BYTES + 256 * 128)
-#define ST8 ((STAGES * STAGE_BYTES) / STAGE8)
+#define STAGE8 (A8_BYTES + FP8_BN * 128)
+// at most STAGES: the kernel initializes STAGES full and STAGES empty barriers
+#define ST8_FIT ((STAGES * STAGE_BYTES) / STAGE8)
+#define ST8 (ST8_FIT < STAGES ? ST8_FIT : STAGES)
 #endif
 
 struct plan_t {
@@ -208,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(256)
       const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps8);
       if (threadIdx.x == 0) {
         make_map_smem(sm, A, K, M, 128, 1, 0, 3, 128);
-        make_map_smem(sm + 128, B, K, N, 256, 1, 0, 3, 128);
+        make_map_smem(sm + 128, B, K, N, FP8_BN, 1, 0, 3, 128);
       }
       __syncwarp();
       asm volatile(
@@ -373,6 +388,22 @@ __device__ __forceinline__ void wgmma_fp8_m64n128k32(float* d, unsigned long lon
         "+f"(d[63])
       : "l"(da), "l"(db), "r"(0));
 }
+// The same with 64 columns (32 fp32), for FP8_DB = 1.
+__device__ __forceinline__ void wgmma_fp8_m64n64k32(float* d, unsigned long long da,
+                                                    unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(0));
+}
 #endif
 // Tile t -> (tr, ts): groups of GROUP_M R-tiles, R fastest inside a group.
 __device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int& tr, int& ts) {
@@ -428,15 +459,99 @@ __device__ __forceinline__ void red_add2(float* p, float x, float y) {
 // other's wgmma does. sigma = a_scales[row, g] * b_scales[column block, g] for the stage's
 // group g; d-register layout as in the f16 path: tm[4jj + i] is row 16w + gq + 8(i/2),
 // column 8jj + 2t + (i%2) of the half.
+#if FP8_DB == 2
+// One K group (stage it % ST8) of the 128 x 128 tile: 4 k32 wgmmas, each issued before the
+// previous one is added, drained at the group's end (a wgmma still in flight across the loop's
+// back edge made ptxas serialize every wgmma: C7514).
+__device__ __forceinline__ void fp8_group_n128(float (&tq)[2][64], float (&acc)[64], unsigned base,
+                                               unsigned bars, int it, int c, int lane, float sc0,
+                                               float sc1) {
+  const int s = it % ST8;
+  mbar_wait(bars + 8 * s, (it / ST8) & 1);
+  const unsigned st = base + s * STAGE8;
+  const unsigned long long da = desc_sw128(st + 8192 * c), db = desc_sw128(st + A8_BYTES);
+  wgmma_fence();
+  wgmma_fp8_m64n128k32(tq[0], da, db);
+  wgmma_commit();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    if (kk < 3) {
+      wgmma_fence();
+      wgmma_fp8_m64n128k32(tq[(kk + 1) & 1], da + 2 * (kk + 1), db + 2 * (kk + 1));
+      wgmma_commit();
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
+    float* tp = tq[kk & 1];
+    fence_regs<64>(tp);
+    if (kk == 3 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));  // the group's last read
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[4 * jj] = fmaf(tp[4 * jj], sc0, acc[4 * jj]);
+      acc[4 * jj + 1] = fmaf(tp[4 * jj + 1], sc0, acc[4 * jj + 1]);
+      acc[4 * jj + 2] = fmaf(tp[4 * jj + 2], sc1, acc[4 * jj + 2]);
+      acc[4 * jj + 3] = fmaf(tp[4 * jj + 3], sc1, acc[4 * jj + 3]);
+    }
+  }
+}
+__device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
+                                             const float* __restrict__ b_scales,
+                                             float* __restrict__ out, int M, int N, int G,
+                                             unsigned base, unsigned bars, int c) {
+  const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
+  const int tr8 = (M + 127) / 128, ts8 = (N + 127) / 128, tiles8 = tr8 * ts8;
+  float tq[2][64];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) tq[i >> 6][i & 63] = 0.f;
+  int it = 0;  // groups (stages) consumed so far
+  for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+    int tr, ts;
+    tile_coords(u, tr8, ts8, tr, ts);
+    const int r0 = tr * 128 + 64 * c + 16 * w + gq;  // rows r0, r0 + 8
+    const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
+    const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
+    const float* sb = b_scales + (long long)ts * G;
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    float xa0 = __ldg(sa0), xa1 = __ldg(sa1), xb = __ldg(sb);
+    for (int g = 0; g < G; ++g, ++it) {
+      const float sc0 = xa0 * xb, sc1 = xa1 * xb;
+      if (g + 1 < G) {  // next group's scales, a group ahead
+        xa0 = __ldg(sa0 + g + 1);
+        xa1 = __ldg(sa1 + g + 1);
+        xb = __ldg(sb + g + 1);
+      }
+      fp8_group_n128(tq, acc, base, bars, it, c, lane, sc0, sc1);
+    }
+    const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+      const int col = ts * 128 + 8 * jj + 2 * t;  // N % 128 == 0
+      float* o0 = out + (long long)r0 * N + col;
+      if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(acc[4 * jj], acc[4 * jj + 1]);
+      if (ok1)
+        *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(acc[4 * jj + 2], acc[4 * jj + 3]);
+    }
+  }
+}
+#else
 __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
                                              const float* __restrict__ b_scales,
                                              float* __restrict__ out, int M, int N, int G,
                                              unsigned base, unsigned bars, int c) {
   const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
   const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8, nb = N / 128;
+#if FP8_DB
+  float tq[2][32];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) tq[i >> 5][i & 31] = 0.f;
+#else
   float tm[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) tm[i] = 0.f;
+#endif
   int it = 0;
   for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
     int tr, ts;
@@ -466,6 +581,37 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
       mbar_wait(bars + 8 * s, (it / ST8) & 1);
       const unsigned st = base + s * STAGE8;
       const unsigned long long da = desc_sw128(st + 8192 * c), db = desc_sw128(st + A8_BYTES);
+#if FP8_DB
+      // 16 wgmmas per group (k32 step kk = q / 4, 64-column quarter qq = q % 4), one in flight
+      // while the previous one is added; drained at the group's end.
+      wgmma_fence();
+      wgmma_fp8_m64n64k32(tq[0], da, db);
+      wgmma_commit();
+#pragma unroll
+      for (int q = 1; q <= 16; ++q) {
+        if (q < 16) {
+          wgmma_fence();
+          wgmma_fp8_m64n64k32(tq[q & 1], da + 2 * (q >> 2), db + 512 * (q & 3) + 2 * (q >> 2));
+          wgmma_commit();
+          wgmma_wait<1>();
+        } else {
+          wgmma_wait<0>();
+        }
+        const int pq = q - 1, qq = pq & 3, h = qq >> 1;
+        float* tp = tq[pq & 1];
+        fence_regs<32>(tp);
+        if (q == 16 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));
+#pragma unroll
+        for (int jj = 0; jj < 8 * FP8_FFMA; ++jj) {
+          acc[32 * qq + 4 * jj] = fmaf(tp[4 * jj], sc[2 * h], acc[32 * qq + 4 * jj]);
+          acc[32 * qq + 4 * jj + 1] = fmaf(tp[4 * jj + 1], sc[2 * h], acc[32 * qq + 4 * jj + 1]);
+          acc[32 * qq + 4 * jj + 2] =
+              fmaf(tp[4 * jj + 2], sc[2 * h + 1], acc[32 * qq + 4 * jj + 2]);
+          acc[32 * qq + 4 * jj + 3] =
+              fmaf(tp[4 * jj + 3], sc[2 * h + 1], acc[32 * qq + 4 * jj + 3]);
+        }
+      }
+#else
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
@@ -477,7 +623,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
           fence_regs<64>(tm);
           if (kk == 3 && h == 1 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));
 #pragma unroll
-          for (int jj = 0; jj < 16; ++jj) {
+          for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
             acc[64 * h + 4 * jj] = fmaf(tm[4 * jj], sc[2 * h], acc[64 * h + 4 * jj]);
             acc[64 * h + 4 * jj + 1] = fmaf(tm[4 * jj + 1], sc[2 * h], acc[64 * h + 4 * jj + 1]);
             acc[64 * h + 4 * jj + 2] =
@@ -487,6 +633,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
           }
         }
       }
+#endif
     }
     const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
 #pragma unroll
@@ -506,6 +653,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
     }
   }
 }
+#endif  // FP8_DB == 2
 #endif
 
 extern "C" __global__ void __launch_bounds__(384, 1)
@@ -542,7 +690,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                    : "memory");
 #if FP8
       if (use_fp8(p)) {  // FP8 path: one 128-wide K group of A and B per stage
-        const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8;
+        const int tr8 = (M + 127) / 128, ts8 = (N + FP8_BN - 1) / FP8_BN, tiles8 = tr8 * ts8;
         int it = 0;
         for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
           int tr, ts;
@@ -553,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             const unsigned ss = base + s * STAGE8;
             mbar_expect_tx(bars + 8 * s, STAGE8);  // whole boxes, out-of-bounds rows included
             tma_load_2d(ss, maps, g * 128, tr * 128, bars + 8 * s);
-            tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * 256, bars + 8 * s);
+            tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * FP8_BN, bars + 8 * s);
           }
         }
       } else

@@ -32,7 +32,7 @@ def desc_read(smem, start, rows, kk):  # K-major, 128 B swizzle: value (row, k) 
             out[row, k] = smem[L ^ (((L >> 7) & 7) << 4)]
     return out
 
-def run(M, N, K, ctas=132, seed=0):
+def run(M, N, K, ctas=132, db_mode=False, seed=0):
     rng = np.random.default_rng(seed)
     G, nb = K // 128, N // 128
     A = rng.integers(-8, 9, (M, K)).astype(np.float64)
@@ -44,7 +44,8 @@ def run(M, N, K, ctas=132, seed=0):
         P = A[:, 128 * g:128 * g + 128] @ B[:, 128 * g:128 * g + 128].T
         ref += P * As[:, g:g + 1] * np.repeat(Bs[:, g], 128)[None, :]
     out = np.full((M, N), np.nan)
-    tr8, ts8 = -(-M // 128), -(-N // 256)
+    BN = 128 if db_mode == 2 else 256  # FP8_DB = 2: 128 x 128 tiles
+    tr8, ts8 = -(-M // 128), -(-N // BN)
     seen = set()
     for blk in range(ctas):
         for u in range(blk, tr8 * ts8, ctas):
@@ -54,35 +55,38 @@ def run(M, N, K, ctas=132, seed=0):
                 acc = np.zeros((128, 64, 2, 2))  # [thread, jj, h, i]-ish, index by thread below
                 acc = {}
                 for g in range(G):
-                    smem = np.zeros(48 * 1024)
+                    smem = np.zeros(16384 + BN * 128)
                     smem[:16384] = tma_box(A, tr * 128, 128 * g, 128, M)
                     Bp = np.zeros((N + 256, K)); Bp[:N] = B  # TMA zero fill beyond N
-                    smem[16384:] = tma_box(Bp, ts * 256, 128 * g, 256, N)
+                    smem[16384:] = tma_box(Bp, ts * BN, 128 * g, BN, N)
+                    nsub = 64 if db_mode == 1 else 128  # FP8_DB = 1: m64n64k32 quarters
                     for kk in range(4):
-                        for h in range(2):
+                        for qq in range(BN // nsub):
                             a = desc_read(smem, 8192 * c, 64, kk)
-                            b = desc_read(smem, 16384 + 16384 * h, 128, kk)
-                            D = a @ b.T  # 64 x 128, fresh accumulator
+                            b = desc_read(smem, 16384 + 128 * nsub * qq, nsub, kk)
+                            D = a @ b.T  # 64 x nsub, fresh accumulator
                             for tid in range(128):
                                 w, lane = tid >> 5, tid & 31
                                 gq, t = lane >> 2, lane & 3
                                 r0 = tr * 128 + 64 * c + 16 * w + gq
                                 sa0 = As[min(r0, M - 1), g]; sa1 = As[min(r0 + 8, M - 1), g]
                                 sb = [Bs[min(2 * ts, nb - 1), g], Bs[min(2 * ts + 1, nb - 1), g]]
+                                if BN == 128: sb = [Bs[ts, g]] * 2
                                 sc = [sa0 * sb[0], sa1 * sb[0], sa0 * sb[1], sa1 * sb[1]]
-                                for jj in range(16):
+                                h = qq * nsub // 128
+                                for jj in range(nsub // 8):
                                     for i in range(4):
                                         row = 16 * w + gq + 8 * (i // 2)
                                         col = 8 * jj + 2 * t + (i % 2)
-                                        key = (tid, 64 * h + 4 * jj + i)
+                                        key = (tid, (nsub // 2) * qq + 4 * jj + i)
                                         acc[key] = acc.get(key, 0.0) + D[row, col] * sc[2 * h + i // 2]
                 for tid in range(128):
                     w, lane = tid >> 5, tid & 31
                     gq, t = lane >> 2, lane & 3
                     r0 = tr * 128 + 64 * c + 16 * w + gq
-                    for h in range(2):
+                    for h in range(BN // 128):
                         for jj in range(16):
-                            col = ts * 256 + 128 * h + 8 * jj + 2 * t
+                            col = ts * BN + 128 * h + 8 * jj + 2 * t
                             if col >= N: continue
                             for q in range(2):
                                 r = r0 + 8 * q
@@ -90,10 +94,11 @@ def run(M, N, K, ctas=132, seed=0):
                                     out[r, col] = acc[(tid, 64 * h + 4 * jj + 2 * q)]
                                     out[r, col + 1] = acc[(tid, 64 * h + 4 * jj + 2 * q + 1)]
     err = np.nanmax(np.abs(out - ref)) if not np.isnan(out).any() else float("nan")
-    print(f"M={M} N={N} K={K} ctas={ctas}: unwritten {int(np.isnan(out).sum())}, max abs diff {err}")
+    print(f"M={M} N={N} K={K} ctas={ctas} FP8_DB={int(db_mode)}: unwritten {int(np.isnan(out).sum())}, max abs diff {err}")
     return np.isnan(out).sum() == 0 and err == 0
 
 ok = True
 for shp in [(200, 384, 256, 3), (130, 256, 128, 132), (257, 512, 384, 2)]:
-    ok &= run(*shp)
+    for db_mode in (0, 1, 2):
+        ok &= run(*shp, db_mode=db_mode)
 print("ALL OK" if ok else "FAILED")
