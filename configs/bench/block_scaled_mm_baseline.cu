@@ -81,7 +81,7 @@
 // B 32 KB, both e4m3 straight from global by TMA, 128-byte swizzle), as many stages as fit
 // in the f16 path's shared memory (STAGES = 5: 4).
 // FP8_DB = 2: tile 128 x 128 instead (each consumer warpgroup 64 x 128, m64n128k32 into two
-// alternating 64-register temporaries, one wgmma in flight across the groups; 6 stages).
+// alternating 64-register temporaries, drained at each group's end; 5 stages).
 #define FP8_BN (FP8_DB == 2 ? 128 : 256)
 #define A8_BYTES (128 * 128)
 #define STAGE8 (A8_BYTES + FP8_BN * 128)
