@@ -18,6 +18,12 @@ set -u
 REAL=${OUT:?set OUT to the output folder of the device call}; T0=$(date +%s); ST=/tmp/run_packs
 rm -rf $ST; mkdir -p $ST
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; date -u; } > $ST/gpu.txt 2>&1
+# Byte units: find's -size M rounds up, so -3M would mean "at most 2 MiB". Rewritten after every
+# pack, so that a device call killed at its own limit still returns the packs that finished.
+archive() {
+  (cd $ST && find . -type f -size +3145728c > left_out.txt; find . -type f ! -size +3145728c | tar czf $REAL/packs.tgz.part -T -) &&
+    mv -f $REAL/packs.tgz.part $REAL/packs.tgz
+}
 for spec in "$@"; do
   n=${spec%%:*}; lim=${spec##*:}
   [[ "$spec" == *:* && "$lim" =~ ^[0-9]+$ ]] || { echo "== $spec: expected NAME:SECONDS"; continue; }
@@ -30,8 +36,8 @@ for spec in "$@"; do
   pkill -9 -s $sid 2>/dev/null; sleep 1
   echo "== $n rc=$rc at $(( $(date +%s) - T0 )) s (limit $lim s), stdout $(stat -c %s $ST/$n.stdout) B"
   head -c 4000 $ST/$n.stdout | cut -c1-200
+  archive
 done
 date -u >> $ST/gpu.txt
-# Byte units: find's -size M rounds up, so -3M would mean "at most 2 MiB".
-(cd $ST && find . -type f -size +3145728c > left_out.txt; find . -type f ! -size +3145728c | tar czf $REAL/packs.tgz -T -)
+archive
 echo "archive: $(stat -c %s $REAL/packs.tgz) B; left out: $(wc -l < $ST/left_out.txt) file(s)"

@@ -18,8 +18,9 @@
 //    cannot pass a host-encoded CUtensorMap), converts the smaller of A and B
 //    (the "S" operand) to f16 in a workspace, with its k order permuted inside
 //    each 64-wide block to match the register fragments below, writes the
-//    per-column scale-ratio table that the swapped orientation needs, and
-//    zeroes `out` when the GEMM splits K.
+//    per-column scale-ratio table and the transposed a_scales that the swapped
+//    orientation needs, and (PF_L2) prefetches into L2 the first k-steps of R
+//    that each block of launch 2 reads first.
 // 2. bsmm_f16_tma: persistent, 384 threads = one producer warpgroup (one
 //    thread issues the TMA copies) + 2 consumer warpgroups. Tile = 128 rows of
 //    the "R" operand (the larger matrix, read as fp8 by TMA, 64 k per stage,
@@ -32,13 +33,25 @@
 // (sigma = the product of both scales for the element); entering group g the
 // accumulators are multiplied by sigma_{g-1} / sigma_g, and the epilogue
 // multiplies by the last sigma. 128 accumulators per thread (m64n256) fit;
-// a separate fp32 total would not.
-// Small problems (fewer tiles than half the SMs) split K across blocks and
-// add their partial results with red.global.add.
-// Measured on H200 (2026-12-02, driver 580.159.04, `kopt eval --seeds 1`):
-// correct on all 24 shapes (max abs error 3.7e-5 .. 4.3e-4), 20.3 % of the
-// fp8 peak weighted (0.34-0.39 on the large shapes, i.e. 68-77 % of the f16
-// peak this kernel is bound by; 0.05-0.12 on the small-m shapes).
+// a separate fp32 total would not. Swapped orientation: the ratio row of a
+// group (and the last group's a_scales row) comes into the stage's shared
+// memory by a 1 KB bulk copy on the same mbarrier as the operands, so the
+// rescale reads shared memory instead of waiting on global loads.
+// Small problems (fewer tiles than half the SMs) split K across blocks. The
+// splits do not add into out with atomics (that epilogue took 8.5-10.3 us of
+// 32-44 us on m = 349, 1024, 237; H200, 2026-12-03): each stores its scaled
+// running sum through a workspace, as a chain in quarter tiles: split sp waits for split
+// sp - 1's quarter, adds it, stores the new running sum (flag per unit and quarter = the
+// launch's epoch, release / acquire), the last split writes out; no zeroing of out. A block
+// takes its unit by atomic ticket in arrival order and waits only for smaller tickets
+// (blocks already running), so no co-residency is assumed and nothing can deadlock.
+// Its predecessor, the last-arriver reduction (bench/hopper/bsmm/block_scaled_mm_ws.cu), was
+// correct but slower on 4 splits.
+// Measured on H200 (2026-12-03 17:43 UTC, driver 580.159.04, `kopt eval --seeds 1 --max-time
+// 0.1`): correct on all 24 shapes, 21.0 % of the fp8 peak weighted against 20.3 % for the
+// atomic split-K kernel it replaces in the same run (m = 1024: 35.7 against 42.9 us; m = 237:
+// 36.9 against 39.1; m = 3072 x 4096: 191.6 against 266.4; m = 349: 30.8, unchanged; the large
+// shapes equal within the runs' spread, 0.35-0.38 of the fp8 peak = 70-76 % of the f16 peak).
 // Index math checked on the CPU by bench/hopper/bsmm_emulate.py.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -49,11 +62,15 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-// EPI_V4 = 1 (UNMEASURED): the swapped orientation's epilogue transposes through
-// 16 KB of shared memory and writes / adds float4s instead of scalar stores and
-// atomics (the launch plan adds 16384 * EPI_V4 bytes of shared memory).
-#ifndef EPI_V4
-#define EPI_V4 0
+// PF_L2 = 1: the prepass prefetches into L2 the R rows of the first k-steps of each
+// block's first unit (after the harness's L2 flush, they come from DRAM).
+#ifndef PF_L2
+#define PF_L2 1
+#endif
+// STAGGER (ns, harness experiment): the second consumer warpgroup starts each unit this
+// much later, so that the two do not drain their MMAs at the same group boundaries.
+#ifndef STAGGER
+#define STAGGER 0
 #endif
 // FP8 = 1 (UNMEASURED): tiles without split-K (the mid and large shapes) take an e4m3
 // wgmma path instead (see "FP8 path" below); the small-m shapes keep the f16 path.
@@ -76,6 +93,8 @@
 #define S_BYTES (BN * BK * 2)
 #define R_BYTES (BM * BK)
 #define STAGE_BYTES (S_BYTES + R_BYTES)
+#define SCALE_BYTES (BN * 4)  // one row of the ratio or transposed-scale table
+#define STAGE_STRIDE (STAGE_BYTES + SCALE_BYTES)
 #if FP8
 // FP8 path: tile = 128 rows of A x 256 rows of B, one 128-wide K group per stage (A 16 KB,
 // B 32 KB, both e4m3 straight from global by TMA, 128-byte swizzle), as many stages as fit
@@ -86,7 +105,7 @@
 #define A8_BYTES (128 * 128)
 #define STAGE8 (A8_BYTES + FP8_BN * 128)
 // at most STAGES: the kernel initializes STAGES full and STAGES empty barriers
-#define ST8_FIT ((STAGES * STAGE_BYTES) / STAGE8)
+#define ST8_FIT ((STAGES * STAGE_STRIDE) / STAGE8)
 #define ST8 (ST8_FIT < STAGES ? ST8_FIT : STAGES)
 #endif
 
@@ -120,6 +139,12 @@ __device__ __forceinline__ bool use_fp8(const plan_t& p) {
 __device__ __forceinline__ long long ratio_stride(const plan_t& p) {
   return (long long)p.tiles_s * BN;
 }
+// Workspace "conv": S in f16 [rows_s, K], the ratio table [groups][ratio_stride], the
+// transposed a_scales [groups][ratio_stride] (swapped orientation), then the split-K
+// partial tiles (128 KB per unit; units <= CTAS whenever K is split).
+__device__ __forceinline__ long long part_offset(const plan_t& p, int K) {
+  return 2LL * p.rows_s * K + 8LL * p.groups * ratio_stride(p);
+}
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -138,6 +163,14 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar) {
 __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
                : "memory");
+}
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes,
+                                          unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
 }
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int c0, int c1,
                                             unsigned bar) {
@@ -202,17 +235,101 @@ __device__ __forceinline__ void cvt_e4m3x4(unsigned x, unsigned& lo, unsigned& h
       : "r"(x));
 }
 
-// Launch 1. The k permutation inside each 64-wide block: the consumer thread
+// Tile t -> (tr, ts): groups of GROUP_M R-tiles, R fastest inside a group.
+__device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int& tr, int& ts) {
+  const int group = GROUP_M * tiles_s, g = t / group, first = g * GROUP_M;
+  const int gm = min(tiles_r - first, GROUP_M);
+  tr = first + (t % group) % gm;
+  ts = (t % group) / gm;
+}
+
+// Warp-wide: the R map (fp8, box 64 x BM, no swizzle) and the S map (f16, box 64 x BN,
+// 128-byte swizzle) built in shared memory at sm (256 bytes, 128-aligned) and copied to
+// global memory at gmap, gmap + 128.
+__device__ __forceinline__ void build_maps(const plan_t& p, const void* r, const void* ws, int K,
+                                           unsigned sm, unsigned char* gmap) {
+  const int lane = threadIdx.x & 31;
+  for (int i = lane; i < 64; i += 32)
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(sm + 4 * i), "r"(0) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    make_map_smem(sm, r, K, p.rows_r, BM, 1, 0, 0);
+    make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap),
+      "r"(sm)
+      : "memory");
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+      " [%0], [%1], 128;" ::"l"(gmap + 128),
+      "r"(sm + 128)
+      : "memory");
+}
+
+// The k permutation inside each 64-wide block: the consumer thread
 // with t = lane % 4 loads bytes 16t .. 16t + 15 of a row (one 16-byte load)
 // and uses the pair of bytes 16t + 4kk + 2h + (0, 1) as the f16 fragment
 // elements k = 16kk + 8h + 2t + (0, 1) of k16 step kk. S is written in that
 // logical order: f16 pair 8kk + 4h + t of a block = source byte pair
 // 8t + 2kk + h, so the dot products see matching k on both sides.
+// Converts S and (swapped) writes the scale tables, threads tid of nthreads. The two jobs
+// start on different threads (rot: the index shifted by the work before), so that on
+// small problems their DRAM round trips overlap instead of queueing in the same threads.
+// Returns the number of work items handed out (for a following job's rot).
+__device__ __forceinline__ long long prep_work(const plan_t& p, const __nv_fp8_e4m3* A,
+                                               const float* a_scales, const __nv_fp8_e4m3* B,
+                                               unsigned char* ws, int M, int K, long long tid,
+                                               long long nthreads) {
+  const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
+  unsigned* dst = reinterpret_cast<unsigned*>(ws);
+  const long long chunks = (long long)p.rows_s * (K / 64);
+  auto rot = [&](long long before) { return (tid + nthreads - before % nthreads) % nthreads; };
+  for (long long c = tid; c < chunks; c += nthreads) {
+    const uint4* in = reinterpret_cast<const uint4*>(src + c * 64);
+    unsigned w[16];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint4 v = __ldg(in + i);
+      w[4 * i] = v.x;
+      w[4 * i + 1] = v.y;
+      w[4 * i + 2] = v.z;
+      w[4 * i + 3] = v.w;
+    }
+    // Output words 8kk .. 8kk + 7 (two 16-byte stores) per k16 step kk.
+    uint4* op = reinterpret_cast<uint4*>(dst + c * 32);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      unsigned lo[4], hi[4];  // source pairs 8t + 2kk (h = 0) and 8t + 2kk + 1 (h = 1)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) cvt_e4m3x4(w[4 * t + kk], lo[t], hi[t]);
+      op[2 * kk] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      op[2 * kk + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    }
+  }
+  if (!p.swap) return chunks;
+  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
+  float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
+  const long long stride = ratio_stride(p), total = stride * p.groups;
+  for (long long i = rot(chunks); i < total; i += nthreads) {
+    const int g = (int)(i / stride);
+    const long long s = i % stride;
+    float v = 1.0f;
+    if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
+    ratio[i] = v;
+    ratio[total + i] = s < M ? a_scales[s * p.groups + g] : 0.f;  // transposed a_scales
+  }
+  return chunks + total;
+}
+
+// Launch 1 of the two-launch plan: the maps (warp 0 of block 0), S in f16, the scale
+// tables and (PF_L2) the L2 prefetch.
 extern "C" __global__ void __launch_bounds__(256)
     bsmm_prep(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
-              const __nv_fp8_e4m3* __restrict__ B, float* __restrict__ out,
-              unsigned char* __restrict__ ws, unsigned char* __restrict__ maps, int M, int N, int K,
-              int ctas) {
+              const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
+              unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
   const plan_t p = make_plan(M, N, K, ctas);
 #if FP8
   if (use_fp8(p)) {  // FP8 path: A [M, K] and B [N, K] as they are; nothing else to prepare
@@ -240,70 +357,31 @@ extern "C" __global__ void __launch_bounds__(256)
     return;
   }
 #endif
-  const unsigned char* src = reinterpret_cast<const unsigned char*>(p.swap ? A : B);
-  unsigned* dst = reinterpret_cast<unsigned*>(ws);
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
                   nthreads = (long long)gridDim.x * blockDim.x;
   if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
     __shared__ __align__(128) unsigned char smaps[256];
-    for (int i = threadIdx.x; i < 256; i += 32) smaps[i] = 0;
-    __syncwarp();
-    const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps);
-    if (threadIdx.x == 0) {
-      make_map_smem(sm, p.swap ? (const void*)B : (const void*)A, K, p.rows_r, BM, 1, 0, 0);
-      make_map_smem(sm + 128, ws, K, p.rows_s, BN, 2, 1, 3);
-    }
-    __syncwarp();
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps),
-        "r"(sm)
-        : "memory");
-    asm volatile(
-        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-        " [%0], [%1], 128;" ::"l"(maps + 128),
-        "r"(sm + 128)
-        : "memory");
+    build_maps(p, p.swap ? (const void*)B : (const void*)A, ws, K,
+               (unsigned)__cvta_generic_to_shared(smaps), maps);
   }
-  const long long chunks = (long long)p.rows_s * (K / 64);
-  for (long long c = tid; c < chunks; c += nthreads) {
-    const uint4* in = reinterpret_cast<const uint4*>(src + c * 64);
-    unsigned w[16];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 v = __ldg(in + i);
-      w[4 * i] = v.x;
-      w[4 * i + 1] = v.y;
-      w[4 * i + 2] = v.z;
-      w[4 * i + 3] = v.w;
-    }
-    // Output words 8kk .. 8kk + 7 (two 16-byte stores) per k16 step kk.
-    uint4* op = reinterpret_cast<uint4*>(dst + c * 32);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      unsigned lo[4], hi[4];  // source pairs 8t + 2kk (h = 0) and 8t + 2kk + 1 (h = 1)
-#pragma unroll
-      for (int t = 0; t < 4; ++t) cvt_e4m3x4(w[4 * t + kk], lo[t], hi[t]);
-      op[2 * kk] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-      op[2 * kk + 1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+  const long long before = prep_work(p, A, a_scales, B, ws, M, K, tid, nthreads);
+#if PF_L2
+  {  // R rows of the first 4 k-steps (2 lines) of each block's first unit
+    const int first = min(p.tiles * p.splits, ctas);
+    const unsigned char* r = reinterpret_cast<const unsigned char*>(p.swap ? B : A);
+    for (long long i = (tid + nthreads - before % nthreads) % nthreads;
+         i < (long long)first * BM * 2; i += nthreads) {
+      const int u = (int)(i / (2 * BM)), row = (int)(i % (2 * BM)) >> 1, line = (int)(i & 1);
+      int tr, ts;
+      tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+      const long long rr = (long long)tr * BM + row;
+      const int kb = (u / p.tiles) * p.gps * 128 + 128 * line;  // byte offset in the row
+      if (rr < p.rows_r && kb < K) asm volatile("prefetch.global.L2 [%0];" ::"l"(r + rr * K + kb));
     }
   }
-  if (p.swap) {  // ratio[g][s] = a_scales[s, g - 1] / a_scales[s, g] (1 where unused)
-    float* ratio = reinterpret_cast<float*>(ws + 2LL * p.rows_s * K);
-    const long long stride = ratio_stride(p), total = stride * p.groups;
-    for (long long i = tid; i < total; i += nthreads) {
-      const int g = (int)(i / stride);
-      const long long s = i % stride;
-      float v = 1.0f;
-      if (g > 0 && s < M) v = a_scales[s * p.groups + g - 1] / a_scales[s * p.groups + g];
-      ratio[i] = v;
-    }
-  }
-  if (p.splits > 1) {  // partial sums are added into out
-    float4* o4 = reinterpret_cast<float4*>(out);
-    const long long total4 = (long long)M * N / 4;  // N % 128 == 0
-    for (long long i = tid; i < total4; i += nthreads) o4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  }
+#else
+  (void)before;
+#endif
 }
 
 __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
@@ -363,6 +441,35 @@ __device__ __forceinline__ void wgmma_rs_m64n256k16(float* d, const unsigned* a,
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+// One k-step's register fragments: rows g and g + 8 of this warp's 16 rows,
+// 16 bytes each (bytes 16t .. 16t + 15 of the 64-byte row), as 4 k16 steps
+// x 4 f16x2 registers (see bsmm_prep for the k order).
+__device__ __forceinline__ void load_frags(unsigned* f, unsigned addr) {
+  uint4 r0, r1;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0.x), "=r"(r0.y), "=r"(r0.z), "=r"(r0.w)
+               : "r"(addr));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r1.x), "=r"(r1.y), "=r"(r1.z), "=r"(r1.w)
+               : "r"(addr + 8 * BK));
+  cvt_e4m3x4(r0.x, f[0], f[2]);
+  cvt_e4m3x4(r1.x, f[1], f[3]);
+  cvt_e4m3x4(r0.y, f[4], f[6]);
+  cvt_e4m3x4(r1.y, f[5], f[7]);
+  cvt_e4m3x4(r0.z, f[8], f[10]);
+  cvt_e4m3x4(r1.z, f[9], f[11]);
+  cvt_e4m3x4(r0.w, f[12], f[14]);
+  cvt_e4m3x4(r1.w, f[13], f[15]);
+}
+__device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned s_addr) {
+  const unsigned long long db = desc_sw128(s_addr);
+  fence_regs<128>(d);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) wgmma_rs_m64n256k16(d, f + 4 * kk, db + 2 * kk);  // +32 B along k
+  wgmma_commit();
+}
+
 #if FP8
 // D (64 x 128, fp32) = A (64 x 32 e4m3, shared memory) * B^T (128 x 32 e4m3, shared memory),
 // a fresh accumulator (scale-d = 0): every k32 product is promoted into fp32 by the caller.
@@ -405,51 +512,6 @@ __device__ __forceinline__ void wgmma_fp8_m64n64k32(float* d, unsigned long long
       : "l"(da), "l"(db), "r"(0));
 }
 #endif
-// Tile t -> (tr, ts): groups of GROUP_M R-tiles, R fastest inside a group.
-__device__ __forceinline__ void tile_coords(int t, int tiles_r, int tiles_s, int& tr, int& ts) {
-  const int group = GROUP_M * tiles_s, g = t / group, first = g * GROUP_M;
-  const int gm = min(tiles_r - first, GROUP_M);
-  tr = first + (t % group) % gm;
-  ts = (t % group) / gm;
-}
-
-// One k-step's register fragments: rows g and g + 8 of this warp's 16 rows,
-// 16 bytes each (bytes 16t .. 16t + 15 of the 64-byte row), as 4 k16 steps
-// x 4 f16x2 registers (see bsmm_prep for the k order).
-__device__ __forceinline__ void load_frags(unsigned* f, unsigned addr) {
-  uint4 r0, r1;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0.x), "=r"(r0.y), "=r"(r0.z), "=r"(r0.w)
-               : "r"(addr));
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r1.x), "=r"(r1.y), "=r"(r1.z), "=r"(r1.w)
-               : "r"(addr + 8 * BK));
-  cvt_e4m3x4(r0.x, f[0], f[2]);
-  cvt_e4m3x4(r1.x, f[1], f[3]);
-  cvt_e4m3x4(r0.y, f[4], f[6]);
-  cvt_e4m3x4(r1.y, f[5], f[7]);
-  cvt_e4m3x4(r0.z, f[8], f[10]);
-  cvt_e4m3x4(r1.z, f[9], f[11]);
-  cvt_e4m3x4(r0.w, f[12], f[14]);
-  cvt_e4m3x4(r1.w, f[13], f[15]);
-}
-__device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned s_addr) {
-  const unsigned long long db = desc_sw128(s_addr);
-  fence_regs<128>(d);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) wgmma_rs_m64n256k16(d, f + 4 * kk, db + 2 * kk);  // +32 B along k
-  wgmma_commit();
-}
-__device__ __forceinline__ void red_add4(float* p, float4 v) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
-               "f"(v.z), "f"(v.w)
-               : "memory");
-}
-__device__ __forceinline__ void red_add2(float* p, float x, float y) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
-}
-
 #if FP8
 // FP8 path, one consumer warpgroup (c = 0, 1: rows 64c .. 64c + 63 of the 128-row A tile) x all
 // 256 B rows of the tile. Per k32 and 128-column half h: a fresh m64n128k32 e4m3 wgmma into tm
@@ -656,22 +718,21 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
 #endif  // FP8_DB == 2
 #endif
 
+// Launch 2 (after bsmm_prep): the persistent GEMM.
 extern "C" __global__ void __launch_bounds__(384, 1)
     bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
-                 float* __restrict__ out, const unsigned char* __restrict__ ws,
-                 const unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
+                 float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
+                 int K, int ctas) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-  const unsigned bars = base + STAGES * STAGE_BYTES;  // full[STAGES], then empty[STAGES]
-#if EPI_V4
-  // 8 consumer warps x 2 KB, after the barriers.
-  float* epi =
-      reinterpret_cast<float*>(smem_raw + (base - (unsigned)__cvta_generic_to_shared(smem_raw)) +
-                               STAGES * STAGE_BYTES + 1024);
-#endif
+  // full[STAGES], then empty[STAGES]; + 512: the split-K flag.
+  const unsigned bars = base + STAGES * STAGE_STRIDE;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const plan_t p = make_plan(M, N, K, ctas);
   const int units = p.tiles * p.splits;
+  // maps: the prepass's two tensor maps, the ticket counter, then 4 flags per unit.
+  unsigned* const ticket_ctr = reinterpret_cast<unsigned*>(maps + 256);
+  unsigned* const flags = reinterpret_cast<unsigned*>(maps + 260);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -679,8 +740,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       mbar_init(bars + 8 * (STAGES + s), 8);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    // Split K: the first unit comes from a ticket in arrival order, so that a block only
+    // ever waits for units of smaller tickets, whose blocks are already running: no
+    // deadlock whether or not all blocks are resident at once.
+    unsigned tk = blockIdx.x;
+    if (p.splits > 1) tk = atomicAdd(ticket_ctr, 1u);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(tk) : "memory");
   }
   __syncthreads();
+  unsigned ticket;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(ticket) : "r"(bars + 512) : "memory");
+  // Every block of a launch takes one ticket: this launch's are [e * grid, (e + 1) * grid).
+  const int u0 = (int)(ticket % gridDim.x);
+  const unsigned epoch = ticket / gridDim.x + 1;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -708,17 +780,28 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
       {
         int it = 0;
-        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        for (int u = u0; u < units; u += gridDim.x) {
           int tr, ts;
           tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
           const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
           for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
             const int s = it % STAGES;
+            const unsigned ss = base + s * STAGE_STRIDE;
+            // Swapped: the ratio row of group ks / 2 (BN floats) rides with its first k-step.
+            // The transposed a_scales row of the unit's last group rides with its
+            // last k-step (odd, so never the same slot as a ratio row).
+            const bool rat = p.swap && !(ks & 1) && ks > 2 * g0;
+            const bool lsc = p.swap && ks == 2 * g1 - 1;
             if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-            const unsigned ss = base + s * STAGE_BYTES;
-            mbar_expect_tx(bars + 8 * s, STAGE_BYTES);  // whole boxes, out-of-bounds rows included
-            tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
+            mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
             tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+            if (rat || lsc)
+              bulk_load(ss + STAGE_BYTES,
+                        ws + 2LL * p.rows_s * K +
+                            4 * ((lsc ? (long long)p.groups * p.tiles_s * BN : 0) +
+                                 (long long)(ks / 2) * p.tiles_s * BN + ts * BN),
+                        4 * BN, bars + 8 * s);
+            tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
           }
         }
       }
@@ -733,10 +816,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
     const int G = p.groups;
-    const float* ratio = reinterpret_cast<const float*>(ws + 2LL * p.rows_s * K);
-    const long long rstride = ratio_stride(p);
     int it = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    for (int u = u0; u < units; u += gridDim.x) {
       int tr, ts;
       tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
       const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(G, g0 + p.gps);
@@ -763,6 +844,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         sigt = sb_t[g0];
       }
       const unsigned rbase = S_BYTES + rloc * BK + 16 * t;
+      if (STAGGER && c == 1) __nanosleep(STAGGER);
       float d[128];
 #pragma unroll
       for (int i = 0; i < 128; ++i) d[i] = 0.f;
@@ -794,7 +876,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         {
           const int s = it % STAGES;
           mbar_wait(bars + 8 * s, (it / STAGES) & 1);
-          load_frags(fa, base + s * STAGE_BYTES + rbase);
+          load_frags(fa, base + s * STAGE_STRIDE + rbase);
           if (g > g0) {
             wgmma_wait<0>();
             fence_regs<128>(d);
@@ -809,10 +891,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 d[4 * j + 3] *= rho[2 + cb];
               }
             } else {
-              const float* rr = ratio + (long long)g * rstride + s0;
+              const unsigned rs = base + s * STAGE_STRIDE + STAGE_BYTES + 8 * t;
 #pragma unroll
               for (int j = 0; j < 32; ++j) {
-                const float2 q = __ldg(reinterpret_cast<const float2*>(rr + 8 * j));
+                float2 q;
+                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                             : "=f"(q.x), "=f"(q.y)
+                             : "r"(rs + 32 * j));
                 const float x = q.x * rt, y = q.y * rt;
                 d[4 * j] *= x;
                 d[4 * j + 1] *= y;
@@ -821,15 +906,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
               }
             }
           }
-          issue_step(d, fa, base + s * STAGE_BYTES);
+          issue_step(d, fa, base + s * STAGE_STRIDE);
           ++it;
         }
         // k-step 2g + 1
         {
           const int s = it % STAGES;
           mbar_wait(bars + 8 * s, (it / STAGES) & 1);
-          load_frags(fb, base + s * STAGE_BYTES + rbase);  // fb's last reader finished at wait 0
-          issue_step(d, fb, base + s * STAGE_BYTES);
+          load_frags(fb, base + s * STAGE_STRIDE + rbase);  // fb's last reader finished at wait 0
+          issue_step(d, fb, base + s * STAGE_STRIDE);
           // Only now is "all but the newest group" step 2g: its stage (and fa) are free.
           wgmma_wait<1>();
           fence_regs<128>(d);
@@ -839,88 +924,143 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       }
       wgmma_wait<0>();
       fence_regs<128>(d);
+      // d[4j + i] is R row rloc + 8(i/2), S column s0 + 8j + (i%2): times the last
+      // group's sigma, in place.
+      if (!p.swap) {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          const int cb = j >> 4;
+          d[4 * j] *= sig[cb];
+          d[4 * j + 1] *= sig[cb];
+          d[4 * j + 2] *= sig[2 + cb];
+          d[4 * j + 3] *= sig[2 + cb];
+        }
+      } else {
+        // a_scales[s, g1 - 1] of the tile's columns came with the last k-step's stage.
+        const unsigned ls = base + ((it - 1) % STAGES) * STAGE_STRIDE + STAGE_BYTES + 8 * t;
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          float2 q;
+          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];"
+                       : "=f"(q.x), "=f"(q.y)
+                       : "r"(ls + 32 * j));
+          const float x = q.x * sigt, y = q.y * sigt;
+          d[4 * j] *= x;
+          d[4 * j + 1] *= y;
+          d[4 * j + 2] *= x;
+          d[4 * j + 3] *= y;
+          // Chunks of 8 columns: the loads of all 32 would be hoisted and spill.
+          if ((j & 7) == 7) fence_regs<32>(d + 4 * (j - 7));
+        }
+      }
+      __syncwarp();  // the warp's reads of the last stage are done
       if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      // Epilogue: d[4j + i] is R row rloc + 8(i/2), S column s0 + 8j + (i%2); times the
-      // last group's sigma.
-      const int gl = g1 - 1;
+      if (p.splits > 1) {
+        // Split-K without atomics, as a chain in quarters of the tile (8 j's = 32 KB): split
+        // sp waits for split sp - 1's quarter (its running sum, flag = this launch's epoch,
+        // ld.acquire.gpu by one thread, then a barrier), adds it to d, and stores the new
+        // running sum into its own slot (st.global.cg, fence, barrier, st.release.gpu of the
+        // flag); the last split writes out instead. The splits' quarters pipeline, and a
+        // block waits only for a smaller ticket (see the ticket above).
+        const int ctid = threadIdx.x - 128, sp = u / p.tiles;
+        float4* part = reinterpret_cast<float4*>(ws + part_offset(p, K));
+        float4* mine = part + (long long)u * 8192 + ctid;
+        const float4* prev = mine - (long long)p.tiles * 8192;  // slot of split sp - 1
+        const bool last = sp == p.splits - 1;
+#pragma unroll
+        for (int qt = 0; qt < 4; ++qt) {
+          if (sp > 0) {
+            if (ctid == 0) {
+              const unsigned* f = flags + 4 * (u - p.tiles) + qt;
+              for (;;) {
+                unsigned now;
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(f) : "memory");
+                if ((int)(now - epoch) >= 0) break;
+                __nanosleep(20);
+              }
+            }
+            asm volatile("bar.sync 1, 256;" ::: "memory");
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float4 v[4];
+#pragma unroll
+              for (int i = 0; i < 4; ++i) v[i] = __ldcg(prev + 256 * (8 * qt + 4 * h + i));
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                const int j = 8 * qt + 4 * h + i;
+                d[4 * j] += v[i].x;
+                d[4 * j + 1] += v[i].y;
+                d[4 * j + 2] += v[i].z;
+                d[4 * j + 3] += v[i].w;
+              }
+            }
+          }
+          if (!last) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const int j = 8 * qt + i;
+              __stcg(mine + 256 * j,
+                     make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+            }
+            __threadfence();
+            asm volatile("bar.sync 1, 256;" ::: "memory");
+            if (ctid == 0)
+              asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + 4 * u + qt),
+                           "r"(epoch)
+                           : "memory");
+          } else if (!p.swap) {
+            const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const int j = 8 * qt + i, col = s0 + 8 * j;
+              if (col >= N) continue;
+              float* o0 = out + r0 * N + col;
+              if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(d[4 * j], d[4 * j + 1]);
+              if (ok1)
+                *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const int j = 8 * qt + i, col = s0 + 8 * j;
+              if (col >= M) continue;
+              float* o = out + (long long)col * N + r0;
+              o[0] = d[4 * j];
+              o[8] = d[4 * j + 2];
+              if (col + 1 < M) {
+                o[N] = d[4 * j + 1];
+                o[N + 8] = d[4 * j + 3];
+              }
+            }
+          }
+        }
+        continue;
+      }
       if (!p.swap) {
         const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
-          const int cb = j >> 4, col = s0 + 8 * j;
+          const int col = s0 + 8 * j;
           if (col >= N) continue;
-          const float x0 = d[4 * j] * sig[cb], y0 = d[4 * j + 1] * sig[cb];
-          const float x1 = d[4 * j + 2] * sig[2 + cb], y1 = d[4 * j + 3] * sig[2 + cb];
           float* o0 = out + r0 * N + col;
-          float* o1 = o0 + 8LL * N;
-          if (p.splits == 1) {
-            if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(x0, y0);
-            if (ok1) *reinterpret_cast<float2*>(o1) = make_float2(x1, y1);
-          } else {
-            if (ok0) red_add2(o0, x0, y0);
-            if (ok1) red_add2(o1, x1, y1);
-          }
+          if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(d[4 * j], d[4 * j + 1]);
+          if (ok1)
+            *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(d[4 * j + 2], d[4 * j + 3]);
         }
       } else {
-#if EPI_V4
-        // out[s, r] = D[r, s]: each warp's 16 R rows are 16 consecutive floats of an
-        // output row. Transpose 4 column groups at a time through this warp's 2 KB of
-        // shared memory, then each lane adds one output row's 16 values as 4 float4s.
-        float* buf = epi + (4 * c + w) * 512;  // [jj 4][s 8][r 16]
-        const long long r0w = (long long)tr * BM + 64 * c + 16 * w;
-        for (int j0 = 0; j0 < 32; j0 += 4) {
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj) {
-            const int j = j0 + jj, col = s0 + 8 * j;
-            const float f0 = col < M ? sigt * a_scales[(long long)col * G + gl] : 0.f;
-            const float f1 = col + 1 < M ? sigt * a_scales[(long long)(col + 1) * G + gl] : 0.f;
-            buf[(jj * 8 + 2 * t) * 16 + gq] = d[4 * j] * f0;
-            buf[(jj * 8 + 2 * t + 1) * 16 + gq] = d[4 * j + 1] * f1;
-            buf[(jj * 8 + 2 * t) * 16 + gq + 8] = d[4 * j + 2] * f0;
-            buf[(jj * 8 + 2 * t + 1) * 16 + gq + 8] = d[4 * j + 3] * f1;
-          }
-          __syncwarp();
-          const int s = ts * BN + 8 * (j0 + (lane >> 3)) + (lane & 7);
-          if (s < M) {
-            const float4* src = reinterpret_cast<const float4*>(buf + lane * 16);
-            float* o = out + (long long)s * N + r0w;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              if (p.splits == 1)
-                *reinterpret_cast<float4*>(o + 4 * q) = src[q];
-              else
-                red_add4(o + 4 * q, src[q]);
-            }
-          }
-          __syncwarp();
-        }
-#else
         // out[s, r] = D[r, s]; r < N always (N % 128 == 0), s < M checked.
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           const int col = s0 + 8 * j;  // token index
           if (col >= M) continue;
-          const bool ok1 = col + 1 < M;
-          const float f0 = sigt * a_scales[(long long)col * G + gl];
-          const float f1 = ok1 ? sigt * a_scales[(long long)(col + 1) * G + gl] : 0.f;
           float* o = out + (long long)col * N + r0;
-          if (p.splits == 1) {
-            o[0] = d[4 * j] * f0;
-            o[8] = d[4 * j + 2] * f0;
-            if (ok1) {
-              o[N] = d[4 * j + 1] * f1;
-              o[N + 8] = d[4 * j + 3] * f1;
-            }
-          } else {
-            atomicAdd(o, d[4 * j] * f0);
-            atomicAdd(o + 8, d[4 * j + 2] * f0);
-            if (ok1) {
-              atomicAdd(o + N, d[4 * j + 1] * f1);
-              atomicAdd(o + N + 8, d[4 * j + 3] * f1);
-            }
+          o[0] = d[4 * j];
+          o[8] = d[4 * j + 2];
+          if (col + 1 < M) {
+            o[N] = d[4 * j + 1];
+            o[N + 8] = d[4 * j + 3];
           }
         }
-#endif
       }
     }
   }

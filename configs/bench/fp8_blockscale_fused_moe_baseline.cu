@@ -1,10 +1,11 @@
 // fp8_blockscale_fused_moe baseline (configs/bench/fp8_blockscale_fused_moe.json).
 // Measured on H200 (kopt eval --seeds 1 --max-time 0.2, NVIDIA H200, driver 580.159.04, 1980 MHz,
-// 2026-12-03 15:54 UTC, parameters GV_WARPS 8, GV_MINB 1, F8_INT 0, TC_FP8 1, TC2_V 2,
-// TC2_STAGES 4, the other switches at their defaults): correct on all 6 workloads, weighted SOL
-// 0.578 (the previous baseline, GV_WARPS 4 and the mma.sync path: 0.514). s2 (t 1) 108.1 us SOL
-// 0.679, s4 (t 1) 51.1 us 0.616, s3 (t 32) 2.40 ms 0.628, s1 (t 3804) 6.20 ms 0.381 (previous
-// baseline in the same session 13.24 ms), s5 1.75 ms 0.290 (3.87), s0 6.04 ms 0.195 (10.75).
+// 2026-12-03 17:34 UTC, the config's defaults: GV_WARPS 8, TC_FP8 1, TC2_V 2, WG_OVL 1,
+// TC2_TM 128, TC2_STAGES 3, Y16 1): correct on all 6 workloads, weighted SOL 0.590. s2 (t 1)
+// 107.8 us SOL 0.681, s4 (t 1) 51.9 us 0.606, s3 (t 32) 2.40 ms 0.627, s1 (t 3804) 5.66 ms 0.417,
+// s5 1.70 ms 0.299, s0 5.54 ms 0.212.
+// Earlier (15:54 UTC), the previous defaults (TC2_STAGES 4, WG_OVL 0, TC2_TM 64, Y16 0): 0.578;
+// s1 6.20 ms (the mma.sync baseline before it: 13.24 ms), s5 1.75 ms (3.87), s0 6.04 ms (10.75).
 // Same session: GV_WARPS 4 with the wgmma path s2 108.5 us, s4 57.6 us; on s1 / s5 / s0 only:
 // WG_OVL 1 + TC2_TM 128 + TC2_STAGES 3 + Y16 1 5.63 / 1.68 / 5.42 ms, TC2_TM 128 (stages 3) 5.80
 // / 1.70 / 5.52 ms, WG_OVL 1 6.08 / 1.71 / 5.84 ms; WG_PROMO 2 s1 6.37 ms. Earlier (11:52 UTC):

@@ -58,11 +58,15 @@
 //   1 makes unified_attention_ws persistent (min(132, items) blocks taking items from a counter
 //   in the workspace, in the one-item grid's order; Q double-buffered so the producer loads the
 //   next item's Q and first K / V tiles while the consumers finish the current one); 2 is 1 up
-//   to 1024 tokens and the one-item grid above (see attn_ws_d128). Not yet run on a GPU.
-// Measured on H200 (2026-12-02 11:51 UTC, driver 580.159.04, kopt eval, docs/benchmarks.md):
-// this default is correct on all 25 workloads, 27.7 % of speed of light weighted; s20
-// 918 us (35.7 %). The previous default (UA_WGMMA = 2, two wgmma warpgroups without a
-// producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the mma.sync path 1451 us.
+//   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03):
+//   both crash with a misaligned address on every workload; not usable yet.
+// Measured on H200 (2026-12-03 17:42 UTC, driver 580.159.04, kopt eval --seeds 1,
+// docs/benchmarks.md): the config's default (UA_WGMMA = 3 with UA_S_RS = 1) is correct on all
+// 25 workloads, 29.0 % of speed of light weighted; s20 859 us (38.2 %), s21 113.2 us, against
+// 922 and 118.4 us for UA_S_RS = 0 on the same day (UA_S_RS = 0 on 2026-12-02 11:51 UTC:
+// correct on all 25, 27.7 % weighted, s20 918 us). The previous default (UA_WGMMA = 2, two
+// wgmma warpgroups without a producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the
+// mma.sync path 1451 us.
 // Head sizes 64, 72, 80, 128, 192, 256; any other head size returns without
 // writing (the output check then fails loudly). block_size must be 16.
 #include <cuda_bf16.h>
