@@ -87,6 +87,18 @@
 #ifndef FP8_FFMA
 #define FP8_FFMA 1
 #endif
+// FP8_DB = 2 only, UNMEASURED experiments on the FFMAs' speed (measured 2026-12-03: the
+// promotion FFMAs cost about twice their issue-slot count): FP8_ACC_XOR = 1 pairs temporary
+// register i with accumulator i ^ 1 (the other register-bank parity if ptxas allocates both
+// arrays contiguously from bases of equal parity); FP8_SC_ORDER = 1 issues all FFMAs of one
+// scale operand before those of the other.
+#ifndef FP8_ACC_XOR
+#define FP8_ACC_XOR 0
+#endif
+#ifndef FP8_SC_ORDER
+#define FP8_SC_ORDER 0
+#endif
+#define AX(i) ((i) ^ FP8_ACC_XOR)
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
@@ -548,13 +560,26 @@ __device__ __forceinline__ void fp8_group_n128(float (&tq)[2][64], float (&acc)[
     float* tp = tq[kk & 1];
     fence_regs<64>(tp);
     if (kk == 3 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));  // the group's last read
+#if FP8_SC_ORDER  // all FFMAs of sc0, then all of sc1 (long runs of one scale operand)
 #pragma unroll
     for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
-      acc[4 * jj] = fmaf(tp[4 * jj], sc0, acc[4 * jj]);
-      acc[4 * jj + 1] = fmaf(tp[4 * jj + 1], sc0, acc[4 * jj + 1]);
-      acc[4 * jj + 2] = fmaf(tp[4 * jj + 2], sc1, acc[4 * jj + 2]);
-      acc[4 * jj + 3] = fmaf(tp[4 * jj + 3], sc1, acc[4 * jj + 3]);
+      acc[AX(4 * jj)] = fmaf(tp[4 * jj], sc0, acc[AX(4 * jj)]);
+      acc[AX(4 * jj + 1)] = fmaf(tp[4 * jj + 1], sc0, acc[AX(4 * jj + 1)]);
     }
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[AX(4 * jj + 2)] = fmaf(tp[4 * jj + 2], sc1, acc[AX(4 * jj + 2)]);
+      acc[AX(4 * jj + 3)] = fmaf(tp[4 * jj + 3], sc1, acc[AX(4 * jj + 3)]);
+    }
+#else
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[AX(4 * jj)] = fmaf(tp[4 * jj], sc0, acc[AX(4 * jj)]);
+      acc[AX(4 * jj + 1)] = fmaf(tp[4 * jj + 1], sc0, acc[AX(4 * jj + 1)]);
+      acc[AX(4 * jj + 2)] = fmaf(tp[4 * jj + 2], sc1, acc[AX(4 * jj + 2)]);
+      acc[AX(4 * jj + 3)] = fmaf(tp[4 * jj + 3], sc1, acc[AX(4 * jj + 3)]);
+    }
+#endif
   }
 }
 __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
@@ -592,9 +617,10 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
     for (int jj = 0; jj < 16; ++jj) {
       const int col = ts * 128 + 8 * jj + 2 * t;  // N % 128 == 0
       float* o0 = out + (long long)r0 * N + col;
-      if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(acc[4 * jj], acc[4 * jj + 1]);
+      if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(acc[AX(4 * jj)], acc[AX(4 * jj + 1)]);
       if (ok1)
-        *reinterpret_cast<float2*>(o0 + 8LL * N) = make_float2(acc[4 * jj + 2], acc[4 * jj + 3]);
+        *reinterpret_cast<float2*>(o0 + 8LL * N) =
+            make_float2(acc[AX(4 * jj + 2)], acc[AX(4 * jj + 3)]);
     }
   }
 }
