@@ -72,6 +72,37 @@
 #ifndef STAGGER
 #define STAGGER 0
 #endif
+// FP8 = 1: tiles without split-K (every m >= 3072 here) take an e4m3 wgmma path instead
+// (see "FP8 path" below; bench/hopper/bsmm8/); the small-m shapes keep the f16 path.
+// Measured (H200, 2026-12-03, FP8_DB = 2, kopt, 19 of 24 workloads, all correct, max abs
+// error up to 0.018 against atol 0.02): 0.27-0.40 of the fp8 peak against 0.21-0.39 for
+// FP8 = 0 (0.77-0.89x the time at m = 3072 .. 8192, 0.92-1.02x on the large shapes): the
+// promotion FFMAs bound it (0.86-0.93 without them). Default 0 (not installed).
+#ifndef FP8
+#define FP8 0
+#endif
+// FP8_DB = 1: the FP8 path's wgmmas are m64n64k32 into two alternating 32-register
+// temporaries, so each warpgroup keeps one wgmma in flight while it adds the previous one
+// (FP8_DB = 0: m64n128k32 into one 64-register temporary, waited for at once).
+#ifndef FP8_DB
+#define FP8_DB 0
+#endif
+// FP8_FFMA = 0: diagnostic only (wrong results): the FP8 path without its promotion FFMAs.
+#ifndef FP8_FFMA
+#define FP8_FFMA 1
+#endif
+// FP8_DB = 2 only, UNMEASURED experiments on the FFMAs' speed (measured 2026-12-03: the
+// promotion FFMAs took about twice their issue-slot count): FP8_ACC_XOR = 1 pairs temporary
+// register i with accumulator i ^ 1 (the other register-bank parity if ptxas allocates both
+// arrays contiguously from bases of equal parity); FP8_SC_ORDER = 1 issues all FFMAs of one
+// scale operand before those of the other.
+#ifndef FP8_ACC_XOR
+#define FP8_ACC_XOR 0
+#endif
+#ifndef FP8_SC_ORDER
+#define FP8_SC_ORDER 0
+#endif
+#define AX(i) ((i) ^ FP8_ACC_XOR)
 #define BM 128  // rows of R per tile (2 consumer warpgroups x 64)
 #define BN 256  // rows of S per tile
 #define BK 64   // k per stage
@@ -80,6 +111,19 @@
 #define STAGE_BYTES (S_BYTES + R_BYTES)
 #define SCALE_BYTES (BN * 4)  // one row of the ratio or transposed-scale table
 #define STAGE_STRIDE (STAGE_BYTES + SCALE_BYTES)
+#if FP8
+// FP8 path: tile = 128 rows of A x 256 rows of B, one 128-wide K group per stage (A 16 KB,
+// B 32 KB, both e4m3 straight from global by TMA, 128-byte swizzle), as many stages as fit
+// in the f16 path's shared memory (STAGES = 5: 4).
+// FP8_DB = 2: tile 128 x 128 instead (each consumer warpgroup 64 x 128, m64n128k32 into two
+// alternating 64-register temporaries, drained at each group's end; 5 stages).
+#define FP8_BN (FP8_DB == 2 ? 128 : 256)
+#define A8_BYTES (128 * 128)
+#define STAGE8 (A8_BYTES + FP8_BN * 128)
+// at most STAGES: the kernel initializes STAGES full and STAGES empty barriers
+#define ST8_FIT ((STAGES * STAGE_STRIDE) / STAGE8)
+#define ST8 (ST8_FIT < STAGES ? ST8_FIT : STAGES)
+#endif
 
 struct plan_t {
   int swap, rows_r, rows_s, tiles_r, tiles_s, tiles, splits, gps, groups;
@@ -100,6 +144,13 @@ __device__ __forceinline__ plan_t make_plan(int M, int N, int K, int ctas) {
   p.splits = (p.groups + p.gps - 1) / p.gps;
   return p;
 }
+#if FP8
+// The FP8 path is taken where the f16 plan does not split K (then no `out` zeroing, no
+// conversion pass, no ratio table are needed).
+__device__ __forceinline__ bool use_fp8(const plan_t& p) {
+  return p.splits == 1;
+}
+#endif
 // Padded column count of the ratio table (a whole number of S tiles).
 __device__ __forceinline__ long long ratio_stride(const plan_t& p) {
   return (long long)p.tiles_s * BN;
@@ -159,12 +210,12 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int c
                : "memory")
 __device__ __forceinline__ void make_map_smem(unsigned sm, const void* gaddr, int K, int rows,
                                               int box_rows, int elem_bytes, int elemtype,
-                                              int swizzle) {
+                                              int swizzle, int box0 = BK) {
   asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;" ::"r"(sm),
                "l"(gaddr)
                : "memory");
   MAP_FIELD32("rank", "", 1);
-  MAP_FIELD32("box_dim", "0, ", BK);
+  MAP_FIELD32("box_dim", "0, ", box0);
   MAP_FIELD32("box_dim", "1, ", box_rows);
   MAP_FIELD32("global_dim", "0, ", K);
   MAP_FIELD32("global_dim", "1, ", rows);
@@ -296,6 +347,32 @@ extern "C" __global__ void __launch_bounds__(256)
               const __nv_fp8_e4m3* __restrict__ B, unsigned char* __restrict__ ws,
               unsigned char* __restrict__ maps, int M, int N, int K, int ctas) {
   const plan_t p = make_plan(M, N, K, ctas);
+#if FP8
+  if (use_fp8(p)) {  // FP8 path: A [M, K] and B [N, K] as they are; nothing else to prepare
+    if (blockIdx.x == 0 && threadIdx.x < 32) {
+      __shared__ __align__(128) unsigned char smaps8[256];
+      for (int i = threadIdx.x; i < 256; i += 32) smaps8[i] = 0;
+      __syncwarp();
+      const unsigned sm = (unsigned)__cvta_generic_to_shared(smaps8);
+      if (threadIdx.x == 0) {
+        make_map_smem(sm, A, K, M, 128, 1, 0, 3, 128);
+        make_map_smem(sm + 128, B, K, N, FP8_BN, 1, 0, 3, 128);
+      }
+      __syncwarp();
+      asm volatile(
+          "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+          " [%0], [%1], 128;" ::"l"(maps),
+          "r"(sm)
+          : "memory");
+      asm volatile(
+          "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+          " [%0], [%1], 128;" ::"l"(maps + 128),
+          "r"(sm + 128)
+          : "memory");
+    }
+    return;
+  }
+#endif
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x,
                   nthreads = (long long)gridDim.x * blockDim.x;
   if (blockIdx.x == 0 && threadIdx.x < 32) {  // warp 0 of block 0: the two tensor maps
@@ -409,6 +486,268 @@ __device__ __forceinline__ void issue_step(float* d, const unsigned* f, unsigned
   wgmma_commit();
 }
 
+#if FP8
+// D (64 x 128, fp32) = A (64 x 32 e4m3, shared memory) * B^T (128 x 32 e4m3, shared memory),
+// a fresh accumulator (scale-d = 0): every k32 product is promoted into fp32 by the caller.
+__device__ __forceinline__ void wgmma_fp8_m64n128k32(float* d, unsigned long long da,
+                                                     unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(0));
+}
+// The same with 64 columns (32 fp32), for FP8_DB = 1.
+__device__ __forceinline__ void wgmma_fp8_m64n64k32(float* d, unsigned long long da,
+                                                    unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(0));
+}
+#endif
+#if FP8
+// FP8 path, one consumer warpgroup (c = 0, 1: rows 64c .. 64c + 63 of the 128-row A tile) x all
+// 256 B rows of the tile. Per k32 and 128-column half h: a fresh m64n128k32 e4m3 wgmma into tm
+// (64 fp32), waited for at once, then acc[64h + ..] += tm * sigma in fp32 (one FFMA per
+// element and k32: the e4m3 MMA's reduced-precision sum never spans more than 32 products).
+// The two consumer warpgroups alternate on the tensor cores: one's FFMAs run while the
+// other's wgmma does. sigma = a_scales[row, g] * b_scales[column block, g] for the stage's
+// group g; d-register layout as in the f16 path: tm[4jj + i] is row 16w + gq + 8(i/2),
+// column 8jj + 2t + (i%2) of the half.
+#if FP8_DB == 2
+// One K group (stage it % ST8) of the 128 x 128 tile: 4 k32 wgmmas, each issued before the
+// previous one is added, drained at the group's end (a wgmma still in flight across the loop's
+// back edge made ptxas serialize every wgmma: C7514).
+__device__ __forceinline__ void fp8_group_n128(float (&tq)[2][64], float (&acc)[64], unsigned base,
+                                               unsigned bars, int it, int c, int lane, float sc0,
+                                               float sc1) {
+  const int s = it % ST8;
+  mbar_wait(bars + 8 * s, (it / ST8) & 1);
+  const unsigned st = base + s * STAGE8;
+  const unsigned long long da = desc_sw128(st + 8192 * c), db = desc_sw128(st + A8_BYTES);
+  wgmma_fence();
+  wgmma_fp8_m64n128k32(tq[0], da, db);
+  wgmma_commit();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    if (kk < 3) {
+      wgmma_fence();
+      wgmma_fp8_m64n128k32(tq[(kk + 1) & 1], da + 2 * (kk + 1), db + 2 * (kk + 1));
+      wgmma_commit();
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
+    float* tp = tq[kk & 1];
+    fence_regs<64>(tp);
+    if (kk == 3 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));  // the group's last read
+#if FP8_SC_ORDER  // all FFMAs of sc0, then all of sc1 (long runs of one scale operand)
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[AX(4 * jj)] = fmaf(tp[4 * jj], sc0, acc[AX(4 * jj)]);
+      acc[AX(4 * jj + 1)] = fmaf(tp[4 * jj + 1], sc0, acc[AX(4 * jj + 1)]);
+    }
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[AX(4 * jj + 2)] = fmaf(tp[4 * jj + 2], sc1, acc[AX(4 * jj + 2)]);
+      acc[AX(4 * jj + 3)] = fmaf(tp[4 * jj + 3], sc1, acc[AX(4 * jj + 3)]);
+    }
+#else
+#pragma unroll
+    for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+      acc[AX(4 * jj)] = fmaf(tp[4 * jj], sc0, acc[AX(4 * jj)]);
+      acc[AX(4 * jj + 1)] = fmaf(tp[4 * jj + 1], sc0, acc[AX(4 * jj + 1)]);
+      acc[AX(4 * jj + 2)] = fmaf(tp[4 * jj + 2], sc1, acc[AX(4 * jj + 2)]);
+      acc[AX(4 * jj + 3)] = fmaf(tp[4 * jj + 3], sc1, acc[AX(4 * jj + 3)]);
+    }
+#endif
+  }
+}
+__device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
+                                             const float* __restrict__ b_scales,
+                                             float* __restrict__ out, int M, int N, int G,
+                                             unsigned base, unsigned bars, int c) {
+  const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
+  const int tr8 = (M + 127) / 128, ts8 = (N + 127) / 128, tiles8 = tr8 * ts8;
+  float tq[2][64];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) tq[i >> 6][i & 63] = 0.f;
+  int it = 0;  // groups (stages) consumed so far
+  for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+    int tr, ts;
+    tile_coords(u, tr8, ts8, tr, ts);
+    const int r0 = tr * 128 + 64 * c + 16 * w + gq;  // rows r0, r0 + 8
+    const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
+    const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
+    const float* sb = b_scales + (long long)ts * G;
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    float xa0 = __ldg(sa0), xa1 = __ldg(sa1), xb = __ldg(sb);
+    for (int g = 0; g < G; ++g, ++it) {
+      const float sc0 = xa0 * xb, sc1 = xa1 * xb;
+      if (g + 1 < G) {  // next group's scales, a group ahead
+        xa0 = __ldg(sa0 + g + 1);
+        xa1 = __ldg(sa1 + g + 1);
+        xb = __ldg(sb + g + 1);
+      }
+      fp8_group_n128(tq, acc, base, bars, it, c, lane, sc0, sc1);
+    }
+    const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+      const int col = ts * 128 + 8 * jj + 2 * t;  // N % 128 == 0
+      float* o0 = out + (long long)r0 * N + col;
+      if (ok0) *reinterpret_cast<float2*>(o0) = make_float2(acc[AX(4 * jj)], acc[AX(4 * jj + 1)]);
+      if (ok1)
+        *reinterpret_cast<float2*>(o0 + 8LL * N) =
+            make_float2(acc[AX(4 * jj + 2)], acc[AX(4 * jj + 3)]);
+    }
+  }
+}
+#else
+__device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
+                                             const float* __restrict__ b_scales,
+                                             float* __restrict__ out, int M, int N, int G,
+                                             unsigned base, unsigned bars, int c) {
+  const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
+  const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8, nb = N / 128;
+#if FP8_DB
+  float tq[2][32];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) tq[i >> 5][i & 31] = 0.f;
+#else
+  float tm[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) tm[i] = 0.f;
+#endif
+  int it = 0;
+  for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+    int tr, ts;
+    tile_coords(u, tr8, ts8, tr, ts);
+    const int r0 = tr * 128 + 64 * c + 16 * w + gq;  // rows r0, r0 + 8
+    const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
+    const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
+    const float* sb0 = b_scales + (long long)min(2 * ts, nb - 1) * G;
+    const float* sb1 = b_scales + (long long)min(2 * ts + 1, nb - 1) * G;
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    float xa0 = __ldg(sa0), xa1 = __ldg(sa1), xb0 = __ldg(sb0), xb1 = __ldg(sb1);
+    for (int g = 0; g < G; ++g, ++it) {
+      float sc[4];  // sc[2h + q]: column half h, row r0 + 8q
+      sc[0] = xa0 * xb0;
+      sc[1] = xa1 * xb0;
+      sc[2] = xa0 * xb1;
+      sc[3] = xa1 * xb1;
+      if (g + 1 < G) {  // next group's scales, a group ahead
+        xa0 = __ldg(sa0 + g + 1);
+        xa1 = __ldg(sa1 + g + 1);
+        xb0 = __ldg(sb0 + g + 1);
+        xb1 = __ldg(sb1 + g + 1);
+      }
+      const int s = it % ST8;
+      mbar_wait(bars + 8 * s, (it / ST8) & 1);
+      const unsigned st = base + s * STAGE8;
+      const unsigned long long da = desc_sw128(st + 8192 * c), db = desc_sw128(st + A8_BYTES);
+#if FP8_DB
+      // 16 wgmmas per group (k32 step kk = q / 4, 64-column quarter qq = q % 4), one in flight
+      // while the previous one is added; drained at the group's end.
+      wgmma_fence();
+      wgmma_fp8_m64n64k32(tq[0], da, db);
+      wgmma_commit();
+#pragma unroll
+      for (int q = 1; q <= 16; ++q) {
+        if (q < 16) {
+          wgmma_fence();
+          wgmma_fp8_m64n64k32(tq[q & 1], da + 2 * (q >> 2), db + 512 * (q & 3) + 2 * (q >> 2));
+          wgmma_commit();
+          wgmma_wait<1>();
+        } else {
+          wgmma_wait<0>();
+        }
+        const int pq = q - 1, qq = pq & 3, h = qq >> 1;
+        float* tp = tq[pq & 1];
+        fence_regs<32>(tp);
+        if (q == 16 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));
+#pragma unroll
+        for (int jj = 0; jj < 8 * FP8_FFMA; ++jj) {
+          acc[32 * qq + 4 * jj] = fmaf(tp[4 * jj], sc[2 * h], acc[32 * qq + 4 * jj]);
+          acc[32 * qq + 4 * jj + 1] = fmaf(tp[4 * jj + 1], sc[2 * h], acc[32 * qq + 4 * jj + 1]);
+          acc[32 * qq + 4 * jj + 2] =
+              fmaf(tp[4 * jj + 2], sc[2 * h + 1], acc[32 * qq + 4 * jj + 2]);
+          acc[32 * qq + 4 * jj + 3] =
+              fmaf(tp[4 * jj + 3], sc[2 * h + 1], acc[32 * qq + 4 * jj + 3]);
+        }
+      }
+#else
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          wgmma_fence();
+          wgmma_fp8_m64n128k32(tm, da + 2 * kk, db + 1024 * h + 2 * kk);  // +32 B per k32
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_regs<64>(tm);
+          if (kk == 3 && h == 1 && lane == 0) mbar_arrive(bars + 8 * (STAGES + s));
+#pragma unroll
+          for (int jj = 0; jj < 16 * FP8_FFMA; ++jj) {
+            acc[64 * h + 4 * jj] = fmaf(tm[4 * jj], sc[2 * h], acc[64 * h + 4 * jj]);
+            acc[64 * h + 4 * jj + 1] = fmaf(tm[4 * jj + 1], sc[2 * h], acc[64 * h + 4 * jj + 1]);
+            acc[64 * h + 4 * jj + 2] =
+                fmaf(tm[4 * jj + 2], sc[2 * h + 1], acc[64 * h + 4 * jj + 2]);
+            acc[64 * h + 4 * jj + 3] =
+                fmaf(tm[4 * jj + 3], sc[2 * h + 1], acc[64 * h + 4 * jj + 3]);
+          }
+        }
+      }
+#endif
+    }
+    const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int jj = 0; jj < 16; ++jj) {
+        const int col = ts * 256 + 128 * h + 8 * jj + 2 * t;
+        if (col >= N) continue;
+        float* o0 = out + (long long)r0 * N + col;
+        if (ok0)
+          *reinterpret_cast<float2*>(o0) =
+              make_float2(acc[64 * h + 4 * jj], acc[64 * h + 4 * jj + 1]);
+        if (ok1)
+          *reinterpret_cast<float2*>(o0 + 8LL * N) =
+              make_float2(acc[64 * h + 4 * jj + 2], acc[64 * h + 4 * jj + 3]);
+      }
+    }
+  }
+}
+#endif  // FP8_DB == 2
+#endif
+
 // Launch 2 (after bsmm_prep): the persistent GEMM.
 extern "C" __global__ void __launch_bounds__(384, 1)
     bsmm_f16_tma(const float* __restrict__ a_scales, const float* __restrict__ b_scales,
@@ -451,34 +790,60 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps) : "memory");
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(maps + 128)
                    : "memory");
-      int it = 0;
-      for (int u = u0; u < units; u += gridDim.x) {
-        int tr, ts;
-        tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
-        const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
-        for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
-          const int s = it % STAGES;
-          const unsigned ss = base + s * STAGE_STRIDE;
-          // Swapped: the ratio row of group ks / 2 (BN floats) rides with its first k-step.
-          // The transposed a_scales row of the unit's last group rides with its
-          // last k-step (odd, so never the same slot as a ratio row).
-          const bool rat = p.swap && !(ks & 1) && ks > 2 * g0;
-          const bool lsc = p.swap && ks == 2 * g1 - 1;
-          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-          mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
-          tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
-          if (rat || lsc)
-            bulk_load(ss + STAGE_BYTES,
-                      ws + 2LL * p.rows_s * K +
-                          4 * ((lsc ? (long long)p.groups * p.tiles_s * BN : 0) +
-                               (long long)(ks / 2) * p.tiles_s * BN + ts * BN),
-                      4 * BN, bars + 8 * s);
-          tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
+#if FP8
+      if (use_fp8(p)) {  // FP8 path: one 128-wide K group of A and B per stage
+        const int tr8 = (M + 127) / 128, ts8 = (N + FP8_BN - 1) / FP8_BN, tiles8 = tr8 * ts8;
+        int it = 0;
+        for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
+          int tr, ts;
+          tile_coords(u, tr8, ts8, tr, ts);
+          for (int g = 0; g < p.groups; ++g, ++it) {
+            const int s = it % ST8;
+            if (it >= ST8) mbar_wait(bars + 8 * (STAGES + s), ((it / ST8) - 1) & 1);
+            const unsigned ss = base + s * STAGE8;
+            mbar_expect_tx(bars + 8 * s, STAGE8);  // whole boxes, out-of-bounds rows included
+            tma_load_2d(ss, maps, g * 128, tr * 128, bars + 8 * s);
+            tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * FP8_BN, bars + 8 * s);
+          }
+        }
+      } else
+#endif
+      {
+        int it = 0;
+        for (int u = u0; u < units; u += gridDim.x) {
+          int tr, ts;
+          tile_coords(u % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+          const int sp = u / p.tiles, g0 = sp * p.gps, g1 = min(p.groups, g0 + p.gps);
+          for (int ks = 2 * g0; ks < 2 * g1; ++ks, ++it) {
+            const int s = it % STAGES;
+            const unsigned ss = base + s * STAGE_STRIDE;
+            // Swapped: the ratio row of group ks / 2 (BN floats) rides with its first k-step.
+            // The transposed a_scales row of the unit's last group rides with its
+            // last k-step (odd, so never the same slot as a ratio row).
+            const bool rat = p.swap && !(ks & 1) && ks > 2 * g0;
+            const bool lsc = p.swap && ks == 2 * g1 - 1;
+            if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+            mbar_expect_tx(bars + 8 * s, STAGE_BYTES + (rat || lsc ? 4 * BN : 0));
+            tma_load_2d(ss + S_BYTES, maps, ks * BK, tr * BM, bars + 8 * s);
+            if (rat || lsc)
+              bulk_load(ss + STAGE_BYTES,
+                        ws + 2LL * p.rows_s * K +
+                            4 * ((lsc ? (long long)p.groups * p.tiles_s * BN : 0) +
+                                 (long long)(ks / 2) * p.tiles_s * BN + ts * BN),
+                        4 * BN, bars + 8 * s);
+            tma_load_2d(ss, maps + 128, ks * BK, ts * BN, bars + 8 * s);
+          }
         }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+#if FP8
+    if (use_fp8(p)) {
+      fp8_consumer(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1);
+      return;
+    }
+#endif
     const int c = wg - 1, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
     const int G = p.groups;
     int it = 0;
