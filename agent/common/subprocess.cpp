@@ -1,6 +1,7 @@
 #include "common/subprocess.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,10 +11,10 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/error.hpp"
 
@@ -329,6 +330,26 @@ run_result run_capture(const std::vector<std::string>& argv, const std::vector<s
   writer.join();
   r.err += c.drain_stderr(max_output > r.err.size() ? max_output - r.err.size() : 0);
   return r;
+}
+
+bool exit_when_parent_dies(int exit_code, std::chrono::milliseconds period) {
+  const pid_t parent = getppid();
+  if (parent <= 1) return false;
+  std::thread([parent, exit_code, period] {
+    for (;;) {
+      std::this_thread::sleep_for(period);
+      if (getppid() == parent) continue;
+      // Only async-signal-safe calls from here: other threads may hold any lock.
+      char msg[128];
+      const int n = std::snprintf(msg, sizeof msg, "kopt: parent process %d is gone; exiting\n",
+                                  static_cast<int>(parent));
+      if (n > 0 && ::write(2, msg, static_cast<std::size_t>(n)) < 0) {
+        // nothing to do: the process ends either way
+      }
+      std::_Exit(exit_code);
+    }
+  }).detach();
+  return true;
 }
 
 std::string self_executable() {

@@ -93,4 +93,17 @@ run_result run_capture(const std::vector<std::string>& argv, const std::vector<s
 // Absolute path of the running executable (/proc/self/exe).
 std::string self_executable();
 
+// For a child that must not outlive the process that started it (kopt-worker): a
+// background thread checks every `period` whether this process has been reparented, i.e.
+// its parent is gone, and then ends the process with std::_Exit(exit_code) after one line
+// on stderr. Why: a worker runs in a process group of its own (so that kopt can kill
+// what it started), so a `timeout` or kill of kopt alone used to leave the worker
+// running its current request on the GPU for as long as that request took, and the
+// next measurements on the GPU ran beside it. End of input alone is not the signal:
+// a client may write its requests and close stdin before reading the answers.
+// Returns false (nothing armed) when the parent is already init (pid 1), where a
+// change of parent cannot be seen.
+bool exit_when_parent_dies(int exit_code,
+                           std::chrono::milliseconds period = std::chrono::milliseconds(250));
+
 }  // namespace kopt

@@ -233,7 +233,13 @@ int versions_main() {
   return 0;
 }
 
+// Ended from outside (as by SIGTERM): kopt reads 143 as "stopped from outside".
+constexpr int exit_parent_gone = 143;
+
 int serve(const std::string& gpu_spec, const std::string& cache_dir, bool profile_only) {
+  // Before anything touches the GPU: a worker whose kopt was killed must not keep
+  // running its request beside the next measurements (see exit_when_parent_dies).
+  kopt::exit_when_parent_dies(exit_parent_gone);
   kopt::harness::gpu_choice choice;
   try {
     choice = kopt::harness::resolve_gpu(gpu_spec);

@@ -4,6 +4,11 @@
 // with a deadline, and no deadlock when a child floods stderr or ignores
 // its stdin.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,10 +18,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <signal.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 #include "common/error.hpp"
 #include "common/subprocess.hpp"
@@ -368,4 +369,58 @@ TEST(SelfExecutable, IsThisTest) {
   const auto self = self_executable();
   EXPECT_EQ(self.front(), '/');
   EXPECT_NE(self.find("common_test_subprocess"), std::string::npos) << self;
+}
+
+// exit_when_parent_dies: a process whose parent exits ends itself, with the exit code asked
+// for, well before it would have finished its own work (a 30 s sleep). The test process is a
+// subreaper, so the orphan is reparented to it and its exit status can be collected.
+TEST(ParentWatch, ExitsSoonAfterItsParentIsGone) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t middle = fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {
+    const pid_t worker = fork();
+    if (worker == 0) {
+      if (!kopt::exit_when_parent_dies(42, 20ms)) _exit(3);
+      const char ok = 'y';
+      if (write(fds[1], &ok, 1) != 1) _exit(4);
+      std::this_thread::sleep_for(30s);
+      _exit(0);
+    }
+    char ok = 0;
+    if (worker < 0 || read(fds[0], &ok, 1) != 1) _exit(5);
+    if (write(fds[1], &worker, sizeof worker) != static_cast<ssize_t>(sizeof worker)) _exit(6);
+    _exit(0);  // the worker's parent is gone from here on
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(middle, &st, 0), middle);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  pid_t worker = 0;
+  ASSERT_EQ(read(fds[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  close(fds[0]);
+  close(fds[1]);
+  const auto t0 = clock_type::now();
+  ASSERT_EQ(waitpid(worker, &st, 0), worker);
+  EXPECT_LT(clock_type::now() - t0, 10s) << "the orphan ran on";
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 42);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// With its parent alive the watch does nothing: the child ends on its own terms.
+TEST(ParentWatch, LeavesAChildWithALiveParentAlone) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!kopt::exit_when_parent_dies(42, 10ms)) _exit(3);
+    std::this_thread::sleep_for(300ms);
+    _exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
 }
