@@ -1,6 +1,6 @@
-// Runs the kernels of bench/hopper/decode/decode_attn_streamk.cu (draft for
-// knowledge_base/references/decode-attention-split-kv) on the CPU through bench/hopper/emu/emu.h's
-// model of the PTX primitives (plus movmatrix, below), on small shapes that exercise the stream-K
+// Runs the kernels of the decode-attention-split-kv reference (the stream-K draft of
+// 2026-12-03, installed in knowledge_base/references/decode-attention-split-kv) on the CPU
+// through bench/hopper/emu/emu.h's model of the PTX primitives (plus movmatrix, below), on small shapes that exercise the stream-K
 // split (block ranges that start and end inside a (sequence, kv head) pair, pairs spread over many
 // blocks, empty blocks), partial 16-key units and G = 1 .. 8, and compares every output with a
 // float64 reference under the operator's tolerance (atol 0.01, rtol 0.02). A check of the kernels'
@@ -56,7 +56,7 @@ inline int min(int a, int b) {
 }
 using std::fmaxf;
 
-#include "decode_attn_streamk.cu"
+#include "../../../knowledge_base/references/decode-attention-split-kv/decode-attention-split-kv.cu"
 
 namespace {
 std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
@@ -84,16 +84,17 @@ bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned s
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});
   const float scale = 0.08838834764831845f;
   if (rows)
-    launch({(unsigned)nb, (unsigned)((kvh + DA_RW - 1) / DA_RW), 1}, DA_RW * 32, [&] {
+    launch({(unsigned)nb, (unsigned)((kvh + DA_RW - 1) / DA_RW), 1}, DA_RW * 32,
+           8192u * DA_RW * DA_NS, [&] {
       decode_attn_rows(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
                        group, sl, scale);
     });
   else
-    launch({(unsigned)nb, 1, 1}, NW * 32, [&] {
+    launch({(unsigned)nb, 1, 1}, NW * 32, 8192u * NW * DA_NS + 4096u * (NW - 1) + 64u * NW, [&] {
       decode_attn_stream(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
                          group, sl, scale);
     });
-  launch({(unsigned)kvh, (unsigned)batch, 1}, 256, [&] {
+  launch({(unsigned)kvh, (unsigned)batch, 1}, 256, 0u, [&] {
     decode_attn_combine(acc.data(), ml.data(), out.data(), seqlen, kvh, group, nb, sl, rows);
   });
   if (getenv("DBG")) {
