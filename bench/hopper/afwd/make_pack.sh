@@ -1,9 +1,10 @@
 #!/bin/bash
-# Rebuilds the GPU pack /work/main/.gpuwork/afwd from this directory (run from the worktree root).
+# Rebuilds the GPU pack .gpuwork/afwd of this checkout (or DIR: make_pack.sh [DIR]) from this
+# directory; run from anywhere.
 set -e
-H=$(cd "$(dirname "$0")" && pwd); W=/work/main/.gpuwork/afwd
+H=$(cd "$(dirname "$0")" && pwd); R=$(cd "$H/../../.." && pwd); W=${1:-$R/.gpuwork/afwd}
 rm -rf $W && mkdir -p $W
-cp -r /work/main/configs $W/configs
+cp -r $R/configs $W/configs
 cp $H/attention_forward_ws.cu $H/cand_*.json $H/run.sh $W/
 cp $H/attention_forward_ws.cu $W/configs/bench/
 cp $H/../summarize_eval.py $W/
