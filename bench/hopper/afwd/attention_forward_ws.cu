@@ -29,7 +29,9 @@
 //   ring, which merges them. Doubles the blocks of the small grids.
 // - Output: normalised by the row sum, staged through the warpgroup's Q tile, 16-byte stores.
 // - Parameters: AF_NS ring stages, AF_BN72 keys per tile at d 64 / 72, AF_PINGPONG (FA3's
-//   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel).
+//   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel),
+//   AF_WG3 (three consumer warpgroups at d <= 80: 512 threads, 192 query rows per block, split
+//   mode 64 rows with key tiles t mod 3; the plan must launch 512 threads; not run on a GPU).
 // head_dim 64, 72, 128 (80 would fit the layout; not compiled in: it spilled the producer);
 // any other returns without writing. seq_len * heads * head_dim must be below 2^31 (32-bit
 // element offsets). Grid (heads, ceil(seq_len / (128 - 64 split))), 384 threads.
@@ -78,10 +80,14 @@
 #define AF_WG3 0
 #endif
 #ifndef AF_WG3_CREG
-#define AF_WG3_CREG 152  // 40 x 128 + 152 x 384 = 63488 <= 65536
+#define AF_WG3_CREG 152  // consumers: 40 x 128 + 152 x 384 = 63488 <= 65536
 #endif
+#ifndef AF_WG3_PREG
+#define AF_WG3_PREG 40  // the producer at d <= 80 with AF_WG3 (32 admits AF_WG3_CREG 160)
+#endif
+static_assert(!AF_WG3 || AF_WG3_PREG * 128 + AF_WG3_CREG * 384 <= 65536, "AF_WG3: 64K registers");
 #ifndef AF_NS3
-#define AF_NS3 6  // ring stages at d <= 80 with AF_WG3
+#define AF_NS3 6  // ring stages at d <= 80 with AF_WG3 (a multiple of 3, >= 6)
 #endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
@@ -382,6 +388,10 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   constexpr int NS = D == 128 ? AF_NS128 : NC == 3 ? AF_NS3 : AF_NS;
   static_assert(NS % NC == 0, "split: warpgroup w takes the stages s = w (mod NC)");
   static_assert(NC == 2 || BN == 64, "AF_WG3: 64-key tiles (registers)");
+  // split: a warpgroup holds K_t and V_{t-NC} of its own stages at once, so it needs two of them
+  // (AF_NS3 = 3 deadlocks in split mode, emulated; AF_NS = 2 would too, not asserted: the
+  // default build's parameter list keeps it)
+  static_assert(NC == 2 || NS >= 2 * NC, "AF_WG3 split: AF_NS3 >= 6");
   constexpr int TB = 64 * DL * 2;   // bytes of one Q tile (64 rows)
   constexpr int TBK = BN * DL * 2;  // bytes of one K or V tile
   static_assert(1024 + NC * TB + 2 * NS * TBK <= 232448, "shared memory: fewer stages or keys");
@@ -425,7 +435,10 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   __syncthreads();
 
   if (tid < 128) {  // the producer warpgroup
-    setmaxnreg_dec<40>();
+    if (AF_WG3 && D <= 80)
+      setmaxnreg_dec<AF_WG3_PREG>();
+    else
+      setmaxnreg_dec<40>();
     const int rowstride = H * D;  // elements between consecutive tokens
     const __nv_bfloat16* const qh = q + h * D;
     const __nv_bfloat16* const kh = k + h * D;
