@@ -28,8 +28,15 @@ std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
 
 // The plan's launch: rows per block in row mode, threads, shared bytes (the kernel's layout:
 // 1 KiB of barriers and slack, NC Q tiles of 64 rows, 2 NS K / V tiles of BN keys).
+// AF_WG3 with AF_EMU_NC2 set: d <= 80 launched with 384 threads (two consumers, 128 rows).
+bool nc2() {
+  return std::getenv("AF_EMU_NC2") != nullptr;
+}
+int plan_threads(int d) {
+  return AF_WG3 && (d > 80 || !nc2()) ? 512 : 384;
+}
 int plan_rows(int d) {
-  return AF_WG3 && d <= 80 ? 192 : 128;
+  return AF_WG3 && d <= 80 && !nc2() ? 192 : 128;
 }
 unsigned plan_shared(int d) {
   const int dp = (d + 15) / 16 * 16, dl = AF_TAIL128 && dp % 64 ? 128 : dp;
@@ -56,7 +63,7 @@ bool run_forward(int len, int heads, int d, unsigned seed, int split = -1) {
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
   const int bm = split ? 64 : plan_rows(d);
   launch({static_cast<unsigned>(heads), static_cast<unsigned>((len + bm - 1) / bm), 1},
-         AF_WG3 ? 512 : 384, plan_shared(d), [&] {
+         plan_threads(d), plan_shared(d), [&] {
            attention_forward_ws(q.data(), k.data(), vv.data(), out.data(), len, heads, d, split);
          });
   double worst = 0;

@@ -31,7 +31,8 @@
 // - Parameters: AF_NS ring stages, AF_BN72 keys per tile at d 64 / 72, AF_PINGPONG (FA3's
 //   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel),
 //   AF_WG3 (three consumer warpgroups at d <= 80: 512 threads, 192 query rows per block, split
-//   mode 64 rows with key tiles t mod 3; the plan must launch 512 threads; not run on a GPU).
+//   mode 64 rows with key tiles t mod 3; 512 threads at d = 128; a 384-thread launch at d <= 80
+//   takes the two-consumer path; not run on a GPU).
 // head_dim 64, 72, 128 (80 would fit the layout; not compiled in: it spilled the producer);
 // any other returns without writing. seq_len * heads * head_dim must be below 2^31 (32-bit
 // element offsets). Grid (heads, ceil(seq_len / (128 - 64 split))), 384 threads.
@@ -369,7 +370,9 @@ __device__ __forceinline__ unsigned long long af_sdesc(unsigned a, int kk) {
   return af_desc(a + NP * (ROWS * 128), 16, 256, 3);
 }
 
-template <int D>
+// NC consumer warpgroups (AF_WG3: 3 at d <= 80), NT threads per block (AF_WG3: 384 or 512 at
+// d <= 80, chosen by the launch's block size; 512 at d = 128)
+template <int D, int NC = (AF_WG3 && D <= 80 ? 3 : 2), int NT = (AF_WG3 ? 512 : 384)>
 __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
                                             const __nv_bfloat16* __restrict__ k,
                                             const __nv_bfloat16* __restrict__ v,
@@ -382,8 +385,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   // AF_TAIL128: the tail columns in a full SW128 panel instead (layout width DL = 128)
   constexpr bool T128 = AF_TAIL128 && TAIL;
   constexpr int DL = T128 ? 128 : DP;
-  // NC consumer warpgroups (AF_WG3: 3 at d <= 80), NT threads per block
-  constexpr int NC = AF_WG3 && D <= 80 ? 3 : 2, NT = AF_WG3 ? 512 : 384;
+  static_assert(NT == 128 * (NC + 1) || (NC == 2 && NT == 512), "threads");
   constexpr int BN = D <= 80 ? AF_BN72 : 64;  // keys per tile
   constexpr int NS = D == 128 ? AF_NS128 : NC == 3 ? AF_NS3 : AF_NS;
   static_assert(NS % NC == 0, "split: warpgroup w takes the stages s = w (mod NC)");
@@ -435,7 +437,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   __syncthreads();
 
   if (tid < 128) {  // the producer warpgroup
-    if (AF_WG3 && D <= 80)
+    if (AF_WG3 && NC == 3)
       setmaxnreg_dec<AF_WG3_PREG>();
     else
       setmaxnreg_dec<40>();
@@ -491,14 +493,16 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 
   if (!AF_WG3) {
     setmaxnreg_inc<232>();
-  } else if (NC == 2) {  // AF_WG3 at d = 128: the fourth warpgroup gives its registers back
-    if (tid >= 384) {
+  } else if (NC == 2 && NT == 512) {  // AF_WG3 at d = 128: the fourth warpgroup gives its
+    if (tid >= 384) {                 // registers back
       setmaxnreg_dec<24>();
       return;
     }
     setmaxnreg_inc<224>();  // 40 x 128 + 24 x 128 + 224 x 256 = 65536
-  } else {
+  } else if (NC == 3) {
     setmaxnreg_inc<AF_WG3_CREG>();
+  } else {  // AF_WG3, a 384-thread block at d <= 80: 49152 registers at launch (128 each)
+    setmaxnreg_inc<168>();  // 40 x 128 + 168 x 256 = 48128
   }
   const int ct = tid - 128, wg = ct >> 7, warp = ct >> 5, wl = warp & 3;
   const unsigned sQw = sQ + (split ? 0 : wg * TB);
@@ -744,15 +748,19 @@ extern "C" __global__ void __launch_bounds__(AF_WG3 ? 512 : 384, 1)
   extern __shared__ __align__(128) unsigned char smem[];
   switch (head_dim) {
     case 64:
-      if (AF_ONLY == 0 || AF_ONLY == 64)
+      if (AF_WG3 && (AF_ONLY == 0 || AF_ONLY == 64) && blockDim.x == 384)  // two consumers
+        attn_fwd_ws<64, 2, 384>(q, k, v, out, seq_len, num_heads, split, smem);
+      else if (AF_ONLY == 0 || AF_ONLY == 64)
         attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 72:
-      if (AF_ONLY == 0 || AF_ONLY == 72)
+      if (AF_WG3 && (AF_ONLY == 0 || AF_ONLY == 72) && blockDim.x == 384)  // two consumers
+        attn_fwd_ws<72, 2, 384>(q, k, v, out, seq_len, num_heads, split, smem);
+      else if (AF_ONLY == 0 || AF_ONLY == 72)
         attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 128:
-      if (AF_ONLY == 0 || AF_ONLY == 128)
+      if ((AF_ONLY == 0 || AF_ONLY == 128) && (!AF_WG3 || blockDim.x == 512))
         attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     default:
