@@ -4,7 +4,8 @@
 // with a float64 reference under attention_forward's tolerance (atol 1e-2, rtol 2e-2). Checks
 // the kernel's indexing and control flow against the operand layouts it assumes, not the GPU.
 //
-//   g++ -std=c++20 -O2 -fno-ipa-icf -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU \
+//   g++ -std=c++20 -O2 -fno-ipa-icf -pthread -I bench/hopper/emu -I bench/hopper/emu/stub
+//   -DKOPT_EMU \
 //       bench/hopper/afwd/af_emu.cpp -o /tmp/af_emu && /tmp/af_emu [len heads d ...]
 // (-fno-ipa-icf: g++ 12.2 at -O2 folds af_sdesc<2> into af_sdesc<1>, which breaks d = 128 here
 // only; the kernel itself is unaffected, NVRTC compiles it.) Exit status 0 when every case passes.
@@ -25,9 +26,28 @@ std::vector<__nv_bfloat16> randn(size_t n, std::mt19937& g) {
   return v;
 }
 
-// split < 0: the plan's rule (split when heads x ceil(len / 128) <= 66)
+// The plan's launch: rows per block in row mode, threads, shared bytes (the kernel's layout:
+// 1 KiB of barriers and slack, NC Q tiles of 64 rows, 2 NS K / V tiles of BN keys).
+// AF_WG3 with AF_EMU_NC2 set: d <= 80 launched with 384 threads (two consumers, 128 rows).
+bool nc2() {
+  return std::getenv("AF_EMU_NC2") != nullptr;
+}
+int plan_threads(int d) {
+  return AF_WG3 && (d > 80 || !nc2()) ? 512 : 384;
+}
+int plan_rows(int d) {
+  return AF_WG3 && d <= 80 && !nc2() ? 192 : 128;
+}
+unsigned plan_shared(int d) {
+  const int dp = (d + 15) / 16 * 16, dl = AF_TAIL128 && dp % 64 ? 128 : dp;
+  const int nc = plan_rows(d) / 64, bn = d <= 80 ? AF_BN72 : 64;
+  const int ns = d == 128 ? AF_NS128 : nc == 3 ? AF_NS3 : AF_NS;
+  return 1024 + nc * 64 * dl * 2 + 2 * ns * bn * dl * 2;
+}
+
+// split < 0: the plan's rule (split when heads x ceil(len / rows) <= 66)
 bool run_forward(int len, int heads, int d, unsigned seed, int split = -1) {
-  if (split < 0) split = heads * ((len + 127) / 128) <= 66;
+  if (split < 0) split = heads * ((len + plan_rows(d) - 1) / plan_rows(d)) <= 66;
   std::mt19937 g(seed);
   auto q = randn(static_cast<size_t>(len) * heads * d, g);
   auto k = randn(q.size(), g);
@@ -41,10 +61,11 @@ bool run_forward(int len, int heads, int d, unsigned seed, int split = -1) {
       if (e < a || e >= b) q[i].v = 0;
     }
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
-  const int bm = split ? 64 : 128;
-  launch({static_cast<unsigned>(heads), static_cast<unsigned>((len + bm - 1) / bm), 1}, 384, [&] {
-    attention_forward_ws(q.data(), k.data(), vv.data(), out.data(), len, heads, d, split);
-  });
+  const int bm = split ? 64 : plan_rows(d);
+  launch({static_cast<unsigned>(heads), static_cast<unsigned>((len + bm - 1) / bm), 1},
+         plan_threads(d), plan_shared(d), [&] {
+           attention_forward_ws(q.data(), k.data(), vv.data(), out.data(), len, heads, d, split);
+         });
   double worst = 0;
   long fails = 0, total = 0, unwritten = 0;
   for (int h = 0; h < heads; ++h)

@@ -29,7 +29,10 @@
 //   ring, which merges them. Doubles the blocks of the small grids.
 // - Output: normalised by the row sum, staged through the warpgroup's Q tile, 16-byte stores.
 // - Parameters: AF_NS ring stages, AF_BN72 keys per tile at d 64 / 72, AF_PINGPONG (FA3's
-//   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel).
+//   turn-taking of the consumer warpgroups), AF_TAIL128 (d = 72's tail in a SW128 panel),
+//   AF_WG3 (three consumer warpgroups at d <= 80: 512 threads, 192 query rows per block, split
+//   mode 64 rows with key tiles t mod 3; 512 threads at d = 128; a 384-thread launch at d <= 80
+//   takes the two-consumer path; not run on a GPU).
 // head_dim 64, 72, 128 (80 would fit the layout; not compiled in: it spilled the producer);
 // any other returns without writing. seq_len * heads * head_dim must be below 2^31 (32-bit
 // element offsets). Grid (heads, ceil(seq_len / (128 - 64 split))), 384 threads.
@@ -69,6 +72,23 @@
 // 1: S = Q K^T with Q from registers (wgmma RS; the A fragments of every k16 step loaded once by
 // ldmatrix) instead of from shared memory (SS): S's shared-memory reads halve
 #define AF_S_RS 0
+#endif
+#ifndef AF_WG3
+// 1: three consumer warpgroups at d <= 80 (FA3's choice for small head sizes): 512 threads,
+// 192 query rows per block in row mode (split mode: 64 rows, key tiles t = w mod 3), producer
+// setmaxnreg 40, consumers AF_WG3_CREG; the ring takes AF_NS3 stages (a multiple of 3). d = 128
+// keeps two consumers (the fourth warpgroup idles at 24 registers, consumers at 224).
+#define AF_WG3 0
+#endif
+#ifndef AF_WG3_CREG
+#define AF_WG3_CREG 152  // consumers: 40 x 128 + 152 x 384 = 63488 <= 65536
+#endif
+#ifndef AF_WG3_PREG
+#define AF_WG3_PREG 40  // the producer at d <= 80 with AF_WG3 (32 admits AF_WG3_CREG 160)
+#endif
+static_assert(!AF_WG3 || AF_WG3_PREG * 128 + AF_WG3_CREG * 384 <= 65536, "AF_WG3: 64K registers");
+#ifndef AF_NS3
+#define AF_NS3 6  // ring stages at d <= 80 with AF_WG3 (a multiple of 3, >= 6)
 #endif
 #ifndef AF_ONLY
 #define AF_ONLY 0  // compile checks: only this head size's path
@@ -350,7 +370,9 @@ __device__ __forceinline__ unsigned long long af_sdesc(unsigned a, int kk) {
   return af_desc(a + NP * (ROWS * 128), 16, 256, 3);
 }
 
-template <int D>
+// NC consumer warpgroups (AF_WG3: 3 at d <= 80), NT threads per block (AF_WG3: 384 or 512 at
+// d <= 80, chosen by the launch's block size; 512 at d = 128)
+template <int D, int NC = (AF_WG3 && D <= 80 ? 3 : 2), int NT = (AF_WG3 ? 512 : 384)>
 __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
                                             const __nv_bfloat16* __restrict__ k,
                                             const __nv_bfloat16* __restrict__ v,
@@ -363,27 +385,34 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
   // AF_TAIL128: the tail columns in a full SW128 panel instead (layout width DL = 128)
   constexpr bool T128 = AF_TAIL128 && TAIL;
   constexpr int DL = T128 ? 128 : DP;
-  constexpr int BN = D <= 80 ? AF_BN72 : 64, NS = D == 128 ? AF_NS128 : AF_NS;  // keys per tile
-  static_assert(NS % 2 == 0, "split: warpgroup w takes the stages s = w (mod 2)");
+  static_assert(NT == 128 * (NC + 1) || (NC == 2 && NT == 512), "threads");
+  constexpr int BN = D <= 80 ? AF_BN72 : 64;  // keys per tile
+  constexpr int NS = D == 128 ? AF_NS128 : NC == 3 ? AF_NS3 : AF_NS;
+  static_assert(NS % NC == 0, "split: warpgroup w takes the stages s = w (mod NC)");
+  static_assert(NC == 2 || BN == 64, "AF_WG3: 64-key tiles (registers)");
+  // split: a warpgroup holds K_t and V_{t-NC} of its own stages at once, so it needs two of them
+  // (AF_NS3 = 3 deadlocks in split mode, emulated; AF_NS = 2 would too, not asserted: the
+  // default build's parameter list keeps it)
+  static_assert(NC == 2 || NS >= 2 * NC, "AF_WG3 split: AF_NS3 >= 6");
   constexpr int TB = 64 * DL * 2;   // bytes of one Q tile (64 rows)
   constexpr int TBK = BN * DL * 2;  // bytes of one K or V tile
-  static_assert(1024 + 2 * TB + 2 * NS * TBK <= 232448, "shared memory: fewer stages or keys");
+  static_assert(1024 + NC * TB + 2 * NS * TBK <= 232448, "shared memory: fewer stages or keys");
   constexpr int CH = D / 8;    // real 16-byte chunks of a row
   constexpr int CHP = DL / 8;  // ... of a padded row
   constexpr int KS = DP / 16;  // k16 steps of S
   constexpr int NO = DL / 2;   // O accumulator registers per thread
   const int h = blockIdx.x;
-  const int r0 = blockIdx.y * (split ? 64 : 128);  // the block's query rows
+  const int r0 = blockIdx.y * (split ? 64 : 64 * NC);  // the block's query rows
   if (r0 >= len) return;
   const int tid = threadIdx.x, lane = tid & 31;
   const int g = lane >> 2, tig = lane & 3;
-  // Barriers (8 bytes each): fullQ, fullK[NS], fullV[NS], empty[NS]; then Q of both consumer
-  // warpgroups (2 tiles) and the ring (stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB),
+  // Barriers (8 bytes each): fullQ, fullK[NS], fullV[NS], empty[NS]; then Q of the NC consumer
+  // warpgroups (NC tiles) and the ring (stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB),
   // 1024-aligned (the plan adds 1 KiB of slack).
   const unsigned base = smem_u32(smem);
   const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
   const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
-  const unsigned sR = sQ + 2 * TB;
+  const unsigned sR = sQ + NC * TB;
   const int ntiles = (len + BN - 1) / BN;
   static_assert(BN == 64 || BN == 128, "AF_BN72: 64 or 128");
   if (tid == 0) {
@@ -391,30 +420,35 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int s = 0; s < NS; ++s) {
       mbar_init(bK + 8 * s, 128);
       mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, split ? 4 : 8);  // the warps that read the stage
+      mbar_init(bE + 8 * s, split ? 4 : 4 * NC);  // the warps that read the stage
     }
     mbar_init_fence();
   }
   if (CHP > CH) {  // zero the pad chunks (d 72: columns 72 .. 79) of every tile once
-    for (int row = tid; row < 128 + 2 * NS * BN; row += 384)
+    for (int row = tid; row < 64 * NC + 2 * NS * BN; row += NT)
 #pragma unroll
       for (int c = CH; c < CHP; ++c)
-        sts128(row < 128 ? sQ + (row >> 6) * TB + af_chunk_off<DL>(row & 63, c)
-                         : sR + (row - 128) / BN * TBK + af_chunk_off<DL, BN>((row - 128) % BN, c),
+        sts128(row < 64 * NC ? sQ + (row >> 6) * TB + af_chunk_off<DL>(row & 63, c)
+                             : sR + (row - 64 * NC) / BN * TBK +
+                                   af_chunk_off<DL, BN>((row - 64 * NC) % BN, c),
                make_uint4(0u, 0u, 0u, 0u));
     fence_proxy_async();  // generic stores, read by wgmma (async proxy)
   }
   __syncthreads();
 
   if (tid < 128) {  // the producer warpgroup
-    setmaxnreg_dec<40>();
+    if (AF_WG3 && NC == 3)
+      setmaxnreg_dec<AF_WG3_PREG>();
+    else
+      setmaxnreg_dec<40>();
     const int rowstride = H * D;  // elements between consecutive tokens
     const __nv_bfloat16* const qh = q + h * D;
     const __nv_bfloat16* const kh = k + h * D;
     const __nv_bfloat16* const vh = v + h * D;
 #pragma unroll
-    for (int i = 0; i < CH; ++i) {  // Q: 128 rows, warpgroup w's in tile w (split: 64 rows)
-      const int c = tid + 128 * i;
+    for (int i = 0; i < (64 * NC * CH + 127) / 128; ++i) {  // Q: 64 NC rows, warpgroup w's in
+      const int c = tid + 128 * i;                          // tile w (split: 64 rows)
+      if ((64 * NC * CH) % 128 != 0 && c >= 64 * NC * CH) break;
       const int row = c / CH, ch = c % CH, r = r0 + row;
       if (split && row >= 64) break;
       const bool ok = r < len;
@@ -457,11 +491,23 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     return;
   }
 
-  setmaxnreg_inc<232>();
+  if (!AF_WG3) {
+    setmaxnreg_inc<232>();
+  } else if (NC == 2 && NT == 512) {  // AF_WG3 at d = 128: the fourth warpgroup gives its
+    if (tid >= 384) {                 // registers back
+      setmaxnreg_dec<24>();
+      return;
+    }
+    setmaxnreg_inc<224>();  // 40 x 128 + 24 x 128 + 224 x 256 = 65536
+  } else if (NC == 3) {
+    setmaxnreg_inc<AF_WG3_CREG>();
+  } else {  // AF_WG3, a 384-thread block at d <= 80: 49152 registers at launch (128 each)
+    setmaxnreg_inc<168>();  // 40 x 128 + 168 x 256 = 48128
+  }
   const int ct = tid - 128, wg = ct >> 7, warp = ct >> 5, wl = warp & 3;
   const unsigned sQw = sQ + (split ? 0 : wg * TB);
-  // split: warpgroup w takes the key tiles t = w (mod 2), both the block's 64 query rows
-  const int tfirst = split ? wg : 0, tstep = split ? 2 : 1;
+  // split: warpgroup w takes the key tiles t = w (mod NC), all of the block's 64 query rows
+  const int tfirst = split ? wg : 0, tstep = split ? NC : 1;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   float o[NO], sacc[BN / 2];
 #pragma unroll
@@ -500,8 +546,8 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     for (int kk = 0; kk < KS; ++kk)
       ldsm_x4(sQw + af_chunk_off<DL>(16 * wl + (lane & 15), 2 * kk + (lane >> 4)), qf[kk]);
   }
-  const bool pp = AF_PINGPONG && !split;  // split: the warpgroups' tile counts can differ
-  bar_arrive_if(4, 256, pp && wg == 1);   // warpgroup 0 issues first
+  const bool pp = AF_PINGPONG && !split;      // split: the warpgroups' tile counts can differ
+  bar_arrive_if(4, 256, pp && wg == NC - 1);  // warpgroup 0 issues first (round robin)
   // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
   for (int t = tfirst; t < ntiles; t += tstep) {
     const bool do_pv = t > tfirst;
@@ -547,7 +593,8 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     else
       wgmma_wait<0>();
     fence_regs<BN / 2>(sacc);
-    bar_arrive_if(5 - wg, 256, pp);  // the other warpgroup's turn, once this one's S is done
+    // the next warpgroup's turn, once this one's S is done
+    bar_arrive_if(NC == 2 ? 5 - wg : 4 + (wg + 1) % NC, 256, pp);
     const int t0 = t * BN;
     if (t0 + BN > len) {  // the sequence end
 #pragma unroll
@@ -601,7 +648,10 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     }
   }
   // the last tile of this warpgroup (split: none when the sequence has one tile, warpgroup 1)
-  const int tlast = split ? ntiles - 1 - ((ntiles - 1 - wg) & 1) : ntiles - 1;
+  const int tlast = split ? (NC == 2       ? ntiles - 1 - ((ntiles - 1 - wg) & 1)
+                             : wg < ntiles ? ntiles - 1 - (ntiles - 1 - wg) % NC
+                                           : -1)
+                          : ntiles - 1;
   if (tlast >= tfirst) {  // the last P V
     const int sp = tlast % NS;
     mbar_wait(bV + 8 * sp, (tlast / NS) & 1);
@@ -613,7 +663,7 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     wgmma_fence();
     pv_issue(va);
     wgmma_commit();
-    bar_arrive_if(5, 256, pp && wg == 0);  // warpgroup 1's last turn
+    bar_arrive_if(NC == 2 ? 5 : 5 + wg, 256, pp && wg < NC - 1);  // the next one's last turn
     wgmma_wait<0>();
     fence_regs<NO>(o);
   }
@@ -623,33 +673,44 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
     // are all done once both warpgroups have passed barrier 3 (each waited for its wgmma); the
     // thread of warpgroup 0 with the same index holds the same rows and columns, so the
     // exchange is thread-major (conflict-free). Warpgroup 0 merges and writes the 64 rows.
+    // (AF_WG3: warpgroups 1 and 2 in two slots of the ring, merged one after the other.)
     const int lt = ct & 127;
-    bar_sync_n(3, 256);
-    if (wg == 1) {
+    constexpr int XB = NC == 3 ? 7 : 3;          // the exchange's named barrier
+    constexpr unsigned XS = (NO + 4) * 128 * 4;  // bytes of one warpgroup's (O, m, l)
+    static_assert((NC - 1) * XS <= 2 * NS * TBK, "the exchange fits in the ring");
+    bar_sync_n(XB, 128 * NC);
+    const bool xsend = NC == 2 ? wg == 1 : wg > 0;
+    if (xsend) {
+      const unsigned xw = sR + (NC == 2 ? 0u : (wg - 1) * XS);
 #pragma unroll
-      for (int i = 0; i < NO; ++i) sts32(sR + (i * 128 + lt) * 4, __float_as_uint(o[i]));
+      for (int i = 0; i < NO; ++i) sts32(xw + (i * 128 + lt) * 4, __float_as_uint(o[i]));
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        sts32(sR + ((NO + hf) * 128 + lt) * 4, __float_as_uint(m[hf]));
-        sts32(sR + ((NO + 2 + hf) * 128 + lt) * 4, __float_as_uint(l[hf]));
+        sts32(xw + ((NO + hf) * 128 + lt) * 4, __float_as_uint(m[hf]));
+        sts32(xw + ((NO + 2 + hf) * 128 + lt) * 4, __float_as_uint(l[hf]));
       }
     }
-    bar_sync_n(3, 256);
-    if (wg == 1) return;
+    bar_sync_n(XB, 128 * NC);
+    if (xsend) return;
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const float m1 = __uint_as_float(lds32(sR + ((NO + hf) * 128 + lt) * 4));
-      const float l1 = __uint_as_float(lds32(sR + ((NO + 2 + hf) * 128 + lt) * 4));
-      const float mx = fmaxf(m[hf], m1);  // finite: warpgroup 0 saw at least one key
-      const float c0 = fast_exp2((m[hf] - mx) * sl2), c1 = fast_exp2((m1 - mx) * sl2);
-      l[hf] = l[hf] * c0 + l1 * c1;
+    for (int x = 0; x < NC - 1; ++x) {
+      const unsigned xw = sR + x * XS;
 #pragma unroll
-      for (int d = 0; d < DL / 8; ++d)
+      for (int hf = 0; hf < 2; ++hf) {
+        const float m1 = __uint_as_float(lds32(xw + ((NO + hf) * 128 + lt) * 4));
+        const float l1 = __uint_as_float(lds32(xw + ((NO + 2 + hf) * 128 + lt) * 4));
+        const float mx = fmaxf(m[hf], m1);  // finite: warpgroup 0 saw at least one key
+        const float c0 = fast_exp2((m[hf] - mx) * sl2), c1 = fast_exp2((m1 - mx) * sl2);
+        m[hf] = mx;
+        l[hf] = l[hf] * c0 + l1 * c1;
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int i = 4 * d + 2 * hf + e;
-          o[i] = o[i] * c0 + __uint_as_float(lds32(sR + (i * 128 + lt) * 4)) * c1;
-        }
+        for (int d = 0; d < DL / 8; ++d)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * d + 2 * hf + e;
+            o[i] = o[i] * c0 + __uint_as_float(lds32(xw + (i * 128 + lt) * 4)) * c1;
+          }
+      }
     }
   }
   // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
@@ -680,22 +741,26 @@ __device__ __forceinline__ void attn_fwd_ws(const __nv_bfloat16* __restrict__ q,
 
 // Grid (heads, ceil(seq_len / 128)), 384 threads, shared memory
 // 1024 + (2 + 2 AF_NS) * 128 * 16 ceil(head_dim / 16) bytes.
-extern "C" __global__ void __launch_bounds__(384, 1)
+extern "C" __global__ void __launch_bounds__(AF_WG3 ? 512 : 384, 1)
     attention_forward_ws(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                          const __nv_bfloat16* __restrict__ v, __nv_bfloat16* __restrict__ out,
                          int seq_len, int num_heads, int head_dim, int split) {
   extern __shared__ __align__(128) unsigned char smem[];
   switch (head_dim) {
     case 64:
-      if (AF_ONLY == 0 || AF_ONLY == 64)
+      if (AF_WG3 && (AF_ONLY == 0 || AF_ONLY == 64) && blockDim.x == 384)  // two consumers
+        attn_fwd_ws<64, 2, 384>(q, k, v, out, seq_len, num_heads, split, smem);
+      else if (AF_ONLY == 0 || AF_ONLY == 64)
         attn_fwd_ws<64>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 72:
-      if (AF_ONLY == 0 || AF_ONLY == 72)
+      if (AF_WG3 && (AF_ONLY == 0 || AF_ONLY == 72) && blockDim.x == 384)  // two consumers
+        attn_fwd_ws<72, 2, 384>(q, k, v, out, seq_len, num_heads, split, smem);
+      else if (AF_ONLY == 0 || AF_ONLY == 72)
         attn_fwd_ws<72>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     case 128:
-      if (AF_ONLY == 0 || AF_ONLY == 128)
+      if ((AF_ONLY == 0 || AF_ONLY == 128) && (!AF_WG3 || blockDim.x == 512))
         attn_fwd_ws<128>(q, k, v, out, seq_len, num_heads, split, smem);
       break;
     default:

@@ -12,7 +12,8 @@ python3 - $W <<'PY'
 import json, sys
 W = sys.argv[1]
 d = json.load(open(W + '/configs/bench/attention_forward.json'))
-d['seed'] = json.load(open(W + '/cand_Y.json'))
-json.dump(d, open(W + '/configs/bench/attention_forward_afwd.json', 'w'), indent=1)
+for seed, name in (('cand_Y', 'attention_forward_afwd'), ('cand_W3P', 'attention_forward_w3')):
+    d['seed'] = json.load(open(W + '/' + seed + '.json'))
+    json.dump(d, open(W + '/configs/bench/' + name + '.json', 'w'), indent=1)
 PY
 du -sh $W
