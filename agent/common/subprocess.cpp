@@ -47,8 +47,8 @@ bool allowed_name(std::string_view name, const std::vector<std::string>& extra) 
   // ~/.cache/kopt whatever the user had set (found by the fidelity benchmark
   // on the H200).
   static constexpr std::array<std::string_view, 10> exact = {
-      "PATH", "LD_LIBRARY_PATH", "TMPDIR",  "LANG",           "HOME",
-      "TZ",   "CUDA_VISIBLE_DEVICES", "USER", "KOPT_CACHE_DIR", "XDG_CACHE_HOME"};
+      "PATH", "LD_LIBRARY_PATH",      "TMPDIR", "LANG",           "HOME",
+      "TZ",   "CUDA_VISIBLE_DEVICES", "USER",   "KOPT_CACHE_DIR", "XDG_CACHE_HOME"};
   for (auto e : exact)
     if (name == e) return true;
   for (const auto& e : extra)
@@ -83,8 +83,8 @@ std::string exit_status::describe() const {
   return "unknown exit";
 }
 
-child_process::child_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                             bool merge_stderr) {
+child_process::child_process(const std::vector<std::string>& argv,
+                             const std::vector<std::string>& env, bool merge_stderr) {
   if (argv.empty()) throw kopt::error("child_process: empty argv");
   // O_CLOEXEC from the start: another thread may spawn a child between our
   // pipe() and spawn, and a child that inherits the write end of this
@@ -100,7 +100,8 @@ child_process::child_process(const std::vector<std::string>& argv, const std::ve
   posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
   posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
   posix_spawn_file_actions_adddup2(&fa, merge_stderr ? pout[1] : perr[1], 2);
-  for (int fd : {pin[0], pin[1], pout[0], pout[1], perr[0], perr[1]}) posix_spawn_file_actions_addclose(&fa, fd);
+  for (int fd : {pin[0], pin[1], pout[0], pout[1], perr[0], perr[1]})
+    posix_spawn_file_actions_addclose(&fa, fd);
   // Own process group: a timeout kills the child and anything it started.
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t def;
@@ -195,7 +196,8 @@ std::optional<std::string> child_process::read_line(std::chrono::steady_clock::t
       buf_.erase(0, head_);
       head_ = 0;
     }
-    if (buf_.size() > max_line) throw kopt::error("child process wrote a line longer than the limit");
+    if (buf_.size() > max_line)
+      throw kopt::error("child process wrote a line longer than the limit");
     if (out_ < 0) {
       if (!buf_.empty()) {  // last line without newline
         std::string line = std::move(buf_);
@@ -248,7 +250,8 @@ void child_process::pump_stderr() {
     if (n < 0) return;  // EAGAIN: nothing more now
     // Keep the most recent megabyte: the end of a log says why it failed.
     err_buf_.append(chunk, static_cast<std::size_t>(n));
-    if (err_buf_.size() > (std::size_t{1} << 20)) err_buf_.erase(0, err_buf_.size() - (std::size_t{1} << 20));
+    if (err_buf_.size() > (std::size_t{1} << 20))
+      err_buf_.erase(0, err_buf_.size() - (std::size_t{1} << 20));
   }
 }
 

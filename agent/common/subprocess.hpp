@@ -6,13 +6,13 @@
 // fallible code, so every wait has a deadline.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <sys/types.h>
 
 namespace kopt {
 
@@ -23,9 +23,9 @@ namespace kopt {
 std::vector<std::string> scrubbed_environment(const std::vector<std::string>& extra_allowed = {});
 
 struct exit_status {
-  bool exited = false;   // normal exit (code valid)
+  bool exited = false;  // normal exit (code valid)
   int code = -1;
-  int signal = 0;        // terminating signal, if any
+  int signal = 0;          // terminating signal, if any
   bool timed_out = false;  // we killed it at its deadline
   std::string describe() const;
 };

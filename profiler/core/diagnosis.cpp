@@ -19,10 +19,10 @@ std::optional<double> metric(const diagnosis_input& in, const std::string& name)
 
 // Thresholds. They follow common Nsight Compute practice (SOL above 60 %
 // counts as "high" utilization) and the measurement standard's launch floor.
-constexpr double near_peak = 0.70;              // of DRAM bandwidth
-constexpr double busy_pipe_pct = 60.0;          // FMA/tensor pipe active
-constexpr double low_occupancy_pct = 25.0;      // achieved warps of the maximum
-constexpr double excess_bytes_ratio = 1.25;     // DRAM bytes over the roofline's count
+constexpr double near_peak = 0.70;           // of DRAM bandwidth
+constexpr double busy_pipe_pct = 60.0;       // FMA/tensor pipe active
+constexpr double low_occupancy_pct = 25.0;   // achieved warps of the maximum
+constexpr double excess_bytes_ratio = 1.25;  // DRAM bytes over the roofline's count
 
 }  // namespace
 
@@ -38,7 +38,8 @@ nlohmann::json diagnosis::to_json() const {
 
 std::string diagnosis::to_text() const {
   std::string out;
-  for (const auto& f : findings) out += fmt::format("- {} (severity {:.2f}): {}\n", f.cls, f.severity, f.summary);
+  for (const auto& f : findings)
+    out += fmt::format("- {} (severity {:.2f}): {}\n", f.cls, f.severity, f.summary);
   return out;
 }
 
@@ -140,14 +141,23 @@ diagnosis diagnose(const diagnosis_input& in) {
   // 2. Memory-bound, near or far from peak.
   if (!launch_bound && bw_frac && (memory_side || *bw_frac >= 0.5)) {
     if (*bw_frac >= near_peak) {
-      fs.push_back({"memory-bound-near-peak", 0.2,
-                    fmt::format("DRAM bandwidth at {:.0f}% of peak: only fewer bytes can make it faster", 100 * *bw_frac),
-                    {{"dram_fraction_of_peak", *bw_frac}}});
+      fs.push_back(
+          {"memory-bound-near-peak",
+           0.2,
+           fmt::format("DRAM bandwidth at {:.0f}% of peak: only fewer bytes can make it faster",
+                       100 * *bw_frac),
+           {{"dram_fraction_of_peak", *bw_frac}}});
     } else if (memory_side) {
-      fs.push_back({"memory-bound-far-from-peak", std::clamp(1.0 - *bw_frac / near_peak, 0.2, 0.95),
-                    fmt::format("memory-bound by the roofline (intensity {:.2f} FLOP/B below the ridge {:.1f}) but "
-                                "DRAM bandwidth only {:.0f}% of peak", intensity, ridge, 100 * *bw_frac),
-                    {{"dram_fraction_of_peak", *bw_frac}, {"arithmetic_intensity", intensity}, {"ridge_point", ridge}}});
+      fs.push_back(
+          {"memory-bound-far-from-peak",
+           std::clamp(1.0 - *bw_frac / near_peak, 0.2, 0.95),
+           fmt::format(
+               "memory-bound by the roofline (intensity {:.2f} FLOP/B below the ridge {:.1f}) but "
+               "DRAM bandwidth only {:.0f}% of peak",
+               intensity, ridge, 100 * *bw_frac),
+           {{"dram_fraction_of_peak", *bw_frac},
+            {"arithmetic_intensity", intensity},
+            {"ridge_point", ridge}}});
     }
   }
   // 3. Compute-bound: a pipe is busy, or the FLOP rate is near its peak.
@@ -156,32 +166,45 @@ diagnosis diagnose(const diagnosis_input& in) {
     const bool busy = pipe >= busy_pipe_pct || (flop_frac && *flop_frac >= 0.6);
     if (busy) {
       const bool tensor_side = tensor.value_or(0.0) >= fma.value_or(0.0);
-      fs.push_back({"compute-bound", 0.3,
-                    fmt::format("{} pipe active {:.0f}% of cycles{}", tensor_side ? "tensor" : "FMA", pipe,
-                                flop_frac ? fmt::format(", {:.0f}% of the peak FLOP rate", 100 * *flop_frac) : ""),
-                    {{"fma_pipe_pct", fma.value_or(-1.0)}, {"tensor_pipe_pct", tensor.value_or(-1.0)},
-                     {"flop_fraction_of_peak", flop_frac.value_or(-1.0)}}});
-    } else if (!memory_side && in.roofline_flops > 0 && flop_frac && *flop_frac < 0.3 && tensor && fma &&
-               *tensor < 20.0) {
-      fs.push_back({"tensor-core-underused", std::clamp(1.0 - *flop_frac, 0.3, 0.9),
-                    fmt::format("compute-side by the roofline but at {:.0f}% of the peak FLOP rate with the tensor pipe "
-                                "active {:.0f}% of cycles", 100 * *flop_frac, *tensor),
+      fs.push_back(
+          {"compute-bound",
+           0.3,
+           fmt::format(
+               "{} pipe active {:.0f}% of cycles{}", tensor_side ? "tensor" : "FMA", pipe,
+               flop_frac ? fmt::format(", {:.0f}% of the peak FLOP rate", 100 * *flop_frac) : ""),
+           {{"fma_pipe_pct", fma.value_or(-1.0)},
+            {"tensor_pipe_pct", tensor.value_or(-1.0)},
+            {"flop_fraction_of_peak", flop_frac.value_or(-1.0)}}});
+    } else if (!memory_side && in.roofline_flops > 0 && flop_frac && *flop_frac < 0.3 && tensor &&
+               fma && *tensor < 20.0) {
+      fs.push_back({"tensor-core-underused",
+                    std::clamp(1.0 - *flop_frac, 0.3, 0.9),
+                    fmt::format("compute-side by the roofline but at {:.0f}% of the peak FLOP rate "
+                                "with the tensor pipe "
+                                "active {:.0f}% of cycles",
+                                100 * *flop_frac, *tensor),
                     {{"flop_fraction_of_peak", *flop_frac}, {"tensor_pipe_pct", *tensor}}});
     }
   }
   // 4. Under-filled grid / tail.
   if (!launch_bound && waves >= 0 && waves < 1.0) {
-    fs.push_back({"under-filled-grid", std::clamp(1.0 - waves, 0.2, 0.9),
-                  fmt::format("{} blocks fill only {:.0f}% of one wave ({} SMs); more, smaller blocks or a split of the "
-                              "work would use the idle SMs", total_blocks, 100 * waves, in.sm_count),
+    fs.push_back({"under-filled-grid",
+                  std::clamp(1.0 - waves, 0.2, 0.9),
+                  fmt::format("{} blocks fill only {:.0f}% of one wave ({} SMs); more, smaller "
+                              "blocks or a split of the "
+                              "work would use the idle SMs",
+                              total_blocks, 100 * waves, in.sm_count),
                   {{"blocks", total_blocks}, {"waves", waves}, {"sm_count", in.sm_count}}});
   } else if (!launch_bound && waves >= 1.0 && waves < 4.0) {
     const double last = waves - std::floor(waves);
     if (last > 0 && last < 0.5) {
-      fs.push_back({"tail-effect", std::clamp((1.0 - last) / std::ceil(waves), 0.1, 0.5),
-                    fmt::format("{:.2f} waves: the last wave is {:.0f}% full, so part of the GPU idles at the end",
-                                waves, 100 * last),
-                    {{"waves", waves}, {"last_wave_fill", last}}});
+      fs.push_back(
+          {"tail-effect",
+           std::clamp((1.0 - last) / std::ceil(waves), 0.1, 0.5),
+           fmt::format(
+               "{:.2f} waves: the last wave is {:.0f}% full, so part of the GPU idles at the end",
+               waves, 100 * last),
+           {{"waves", waves}, {"last_wave_fill", last}}});
     }
   }
   // 5. Latency / occupancy: neither memory nor compute busy.
@@ -194,13 +217,19 @@ diagnosis diagnose(const diagnosis_input& in) {
     if (sm_active && sm_elapsed && *sm_elapsed > 0) idle_sm = 1.0 - *sm_active / *sm_elapsed;
     if (!mem_busy && !cmp_busy && (low_occ || (idle_sm >= 0 && idle_sm > 0.5)) && !launch_bound) {
       const bool occ_limited = theo_pct >= 0 && theo_pct < 50;
-      fs.push_back({occ_limited ? "occupancy-limited" : "latency-bound", 0.6,
-                    fmt::format("neither memory ({:.0f}% of peak) nor compute ({:.0f}% pipe) is busy; achieved "
-                                "occupancy {:.0f}%{}{}", 100 * bw_frac.value_or(0.0), pipe, occ.value_or(0.0),
-                                theo_pct >= 0 ? fmt::format(" (theoretical {}%)", theo_pct) : "",
-                                idle_sm >= 0 ? fmt::format(", SMs idle {:.0f}% of the time", 100 * idle_sm) : ""),
-                    {{"achieved_occupancy_pct", occ.value_or(-1.0)}, {"theoretical_occupancy_pct", theo_pct},
-                     {"sm_idle_fraction", idle_sm}, {"dram_fraction_of_peak", bw_frac.value_or(-1.0)}}});
+      fs.push_back(
+          {occ_limited ? "occupancy-limited" : "latency-bound",
+           0.6,
+           fmt::format(
+               "neither memory ({:.0f}% of peak) nor compute ({:.0f}% pipe) is busy; achieved "
+               "occupancy {:.0f}%{}{}",
+               100 * bw_frac.value_or(0.0), pipe, occ.value_or(0.0),
+               theo_pct >= 0 ? fmt::format(" (theoretical {}%)", theo_pct) : "",
+               idle_sm >= 0 ? fmt::format(", SMs idle {:.0f}% of the time", 100 * idle_sm) : ""),
+           {{"achieved_occupancy_pct", occ.value_or(-1.0)},
+            {"theoretical_occupancy_pct", theo_pct},
+            {"sm_idle_fraction", idle_sm},
+            {"dram_fraction_of_peak", bw_frac.value_or(-1.0)}}});
     }
   }
   // 6. Spills.
@@ -212,12 +241,17 @@ diagnosis diagnose(const diagnosis_input& in) {
     }
     const double local_traffic = local_ld.value_or(0.0) + local_st.value_or(0.0);
     if (spill > 0 || local_traffic > 0) {
-      fs.push_back({"register-spills", local_traffic > 0 && dram_bytes && *dram_bytes > 0
-                                           ? std::clamp(local_traffic / *dram_bytes, 0.2, 0.8)
-                                           : 0.3,
-                    fmt::format("{} bytes spilled per thread (local memory {} B/thread), {:.0f} bytes of local-memory "
-                                "traffic", spill, local, local_traffic),
-                    {{"spill_bytes", spill}, {"local_bytes", local}, {"local_traffic_bytes", local_traffic}}});
+      fs.push_back({"register-spills",
+                    local_traffic > 0 && dram_bytes && *dram_bytes > 0
+                        ? std::clamp(local_traffic / *dram_bytes, 0.2, 0.8)
+                        : 0.3,
+                    fmt::format("{} bytes spilled per thread (local memory {} B/thread), {:.0f} "
+                                "bytes of local-memory "
+                                "traffic",
+                                spill, local, local_traffic),
+                    {{"spill_bytes", spill},
+                     {"local_bytes", local},
+                     {"local_traffic_bytes", local_traffic}}});
     }
   }
   // 6b. ptxas advisories: serialized wgmma (C75xx) is a tensor-core problem
@@ -241,27 +275,36 @@ diagnosis diagnose(const diagnosis_input& in) {
   // 7. Excess bytes compared with the roofline.
   if (dram_bytes && in.roofline_bytes > 0 && *dram_bytes > excess_bytes_ratio * in.roofline_bytes) {
     const double ratio = *dram_bytes / in.roofline_bytes;
-    fs.push_back({"excess-bytes", std::clamp(1.0 - 1.0 / ratio, 0.2, 0.9),
-                  fmt::format("moves {:.2f}x the bytes the roofline needs ({:.3g} vs {:.3g}): redundant or uncoalesced "
-                              "traffic", ratio, *dram_bytes, in.roofline_bytes),
-                  {{"dram_bytes", *dram_bytes}, {"roofline_bytes", in.roofline_bytes}, {"ratio", ratio}}});
+    fs.push_back(
+        {"excess-bytes",
+         std::clamp(1.0 - 1.0 / ratio, 0.2, 0.9),
+         fmt::format("moves {:.2f}x the bytes the roofline needs ({:.3g} vs {:.3g}): redundant or "
+                     "uncoalesced "
+                     "traffic",
+                     ratio, *dram_bytes, in.roofline_bytes),
+         {{"dram_bytes", *dram_bytes}, {"roofline_bytes", in.roofline_bytes}, {"ratio", ratio}}});
   }
   // Uncoalesced global loads (full tier): sectors per request above 8 for
   // 4-byte-per-thread loads means scattered accesses.
   if (const auto sec = metric(in, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
       req = metric(in, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum");
       sec && req && *req > 0 && *sec / *req > 16.0) {
-    fs.push_back({"uncoalesced", 0.5,
-                  fmt::format("{:.1f} sectors per global load request (32 B sectors; 4-16 for coalesced warps)",
-                              *sec / *req),
-                  {{"sectors_per_request", *sec / *req}}});
+    fs.push_back(
+        {"uncoalesced",
+         0.5,
+         fmt::format(
+             "{:.1f} sectors per global load request (32 B sectors; 4-16 for coalesced warps)",
+             *sec / *req),
+         {{"sectors_per_request", *sec / *req}}});
   }
-  if (const auto bank = metric(in, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"); bank && *bank > 0) {
+  if (const auto bank = metric(in, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum");
+      bank && *bank > 0) {
     const auto inst = metric(in, "smsp__inst_executed.sum");
     if (inst && *bank > 0.05 * *inst)
-      fs.push_back({"shared-memory-bank-conflicts", 0.4,
-                    fmt::format("{:.3g} shared-memory bank conflicts ({:.0f}% of instructions)", *bank,
-                                100 * *bank / *inst),
+      fs.push_back({"shared-memory-bank-conflicts",
+                    0.4,
+                    fmt::format("{:.3g} shared-memory bank conflicts ({:.0f}% of instructions)",
+                                *bank, 100 * *bank / *inst),
                     {{"bank_conflicts", *bank}, {"instructions", *inst}}});
   }
 
@@ -278,7 +321,8 @@ diagnosis diagnose(const diagnosis_input& in) {
         f.severity = std::min(f.severity, 0.5);
         f.summary += " (a consequence of the idle SMs below)";
       }
-  std::stable_sort(fs.begin(), fs.end(), [](const finding& a, const finding& b) { return a.severity > b.severity; });
+  std::stable_sort(fs.begin(), fs.end(),
+                   [](const finding& a, const finding& b) { return a.severity > b.severity; });
   // "near peak" is good news, not the bottleneck, unless it is all there is.
   d.findings = std::move(fs);
   for (const auto& f : d.findings)

@@ -141,10 +141,8 @@ void evaluator::impl::evaluate(const json& req) {
       emit({{"type", "error"}, {"id", id}, {"code", "unknown_metric"}, {"message", e.what()}});
       return;
     } catch (const kopt::error& e) {
-      emit({{"type", "error"},
-            {"id", id},
-            {"code", "counters_unavailable"},
-            {"message", e.what()}});
+      emit(
+          {{"type", "error"}, {"id", id}, {"code", "counters_unavailable"}, {"message", e.what()}});
       return;
     }
   }
@@ -219,8 +217,8 @@ void evaluator::impl::evaluate(const json& req) {
       // driver pass garbage (or an integer as a pointer): refuse the plan
       // before the module is loaded (kernel_params.hpp).
       try {
-        const auto sig = launch_signature_problems(s.cand.launches,
-                                                   kernel_parameters(s.compiled.cubin), s.role);
+        const auto sig =
+            launch_signature_problems(s.cand.launches, kernel_parameters(s.compiled.cubin), s.role);
         if (!sig.empty()) {
           s.fail_status = "launch_error";
           s.fail_message = fmt::format("{}", fmt::join(sig, "; "));

@@ -60,7 +60,8 @@ void emit_from_evaluator(const nlohmann::json& j) {
 // bandwidth and an mma.sync loop for the bf16 tensor rate. Cached on disk
 // because they do not change between worker starts; KOPT_WORKER_CALIBRATE=0
 // skips them (tests that restart workers often).
-nlohmann::json calibration_at_start(kopt::harness::evaluator& ev, const kopt::harness::device_info& dev) {
+nlohmann::json calibration_at_start(kopt::harness::evaluator& ev,
+                                    const kopt::harness::device_info& dev) {
   if (const char* c = std::getenv("KOPT_WORKER_CALIBRATE"); c && std::string(c) == "0")
     return {{"skipped", "KOPT_WORKER_CALIBRATE=0"}};
   const auto dir = kopt::counters::default_cache_dir().parent_path() / "calibration";
@@ -81,7 +82,10 @@ nlohmann::json calibration_at_start(kopt::harness::evaluator& ev, const kopt::ha
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     const auto tmp = file.string() + ".tmp";
-    { std::ofstream out(tmp); out << j.dump(2) << '\n'; }
+    {
+      std::ofstream out(tmp);
+      out << j.dump(2) << '\n';
+    }
     std::filesystem::rename(tmp, file, ec);
     j["cached"] = false;
     return j;
@@ -182,8 +186,12 @@ int metrics_main(std::string chip, const std::string& tier, const std::string& l
     const auto cfg = cat.configure(names, {});
     nlohmann::json m = nlohmann::json::array();
     for (const auto& i : infos) m.push_back(i.to_json());
-    std::cout << nlohmann::json{{"chip", chip}, {"tier", list.empty() ? tier : "custom"}, {"passes", cfg.passes},
-                                {"config_image_bytes", cfg.image.size()}, {"metrics", m}}.dump(2)
+    std::cout << nlohmann::json{{"chip", chip},
+                                {"tier", list.empty() ? tier : "custom"},
+                                {"passes", cfg.passes},
+                                {"config_image_bytes", cfg.image.size()},
+                                {"metrics", m}}
+                     .dump(2)
               << '\n';
     return 0;
   } catch (const std::exception& e) {
@@ -209,7 +217,8 @@ int versions_main() {
   const std::string inc = kopt::compile::cuda_include_dir();
   std::error_code ec;
   j["cuda_include_dir"] = inc;
-  j["cuda_headers_found"] = std::filesystem::is_regular_file(std::filesystem::path(inc) / "cuda_runtime.h", ec);
+  j["cuda_headers_found"] =
+      std::filesystem::is_regular_file(std::filesystem::path(inc) / "cuda_runtime.h", ec);
   try {
     j["cache_dir"] = kopt::compile::default_cache_dir().string();
   } catch (const std::exception& e) {
@@ -222,7 +231,10 @@ int versions_main() {
   for (int i = 0; i < n; ++i) {
     try {
       const auto d = kopt::harness::query_device(i);
-      devices.push_back({{"ordinal", i}, {"name", d.name}, {"uuid", d.uuid}, {"arch", d.arch},
+      devices.push_back({{"ordinal", i},
+                         {"name", d.name},
+                         {"uuid", d.uuid},
+                         {"arch", d.arch},
                          {"driver_version", d.driver_version}});
     } catch (const std::exception& e) {
       devices.push_back({{"ordinal", i}, {"error", e.what()}});
@@ -263,8 +275,9 @@ int serve(const std::string& gpu_spec, const std::string& cache_dir, bool profil
     emit(protocol::message{h});
     return exit_no_device;
   }
-  const kopt::compile::compiler comp(kopt::self_executable(),
-                                     cache_dir.empty() ? kopt::compile::default_cache_dir() : std::filesystem::path(cache_dir));
+  const kopt::compile::compiler comp(
+      kopt::self_executable(),
+      cache_dir.empty() ? kopt::compile::default_cache_dir() : std::filesystem::path(cache_dir));
   kopt::harness::evaluator ev(dev, comp, emit_from_evaluator, !profile_only);
   protocol::hello h;
   h.device = dev.to_json();
@@ -318,8 +331,9 @@ int serve(const std::string& gpu_spec, const std::string& cache_dir, bool profil
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kopt-worker: compiles, checks and times candidate kernels on one GPU.\n"
-               "Started by kopt; speaks JSON lines on stdin/stdout (docs/worker-protocol.md)."};
+  CLI::App app{
+      "kopt-worker: compiles, checks and times candidate kernels on one GPU.\n"
+      "Started by kopt; speaks JSON lines on stdin/stdout (docs/worker-protocol.md)."};
   app.set_version_flag("--version", std::string(KOPT_VERSION));
   std::string gpu = "0";
   std::string cache_dir;
@@ -328,25 +342,35 @@ int main(int argc, char** argv) {
                  "(CUDA_VISIBLE_DEVICES, else SLURM_STEP_GPUS, else 0)")
       ->capture_default_str();
   bool profile_only = false;
-  app.add_flag("--profile-only", profile_only,
-               "counters worker: correctness and hardware counters, no timing (CUPTI Activity is never "
-               "enabled; kopt runs timing in another worker process)");
-  app.add_option("--cache-dir", cache_dir, "cubin cache directory (default: $KOPT_CACHE_DIR/cubin or ~/.cache/kopt/cubin)");
-  auto* compile_cmd = app.add_subcommand("compile", "internal: compile one request from stdin (isolated child)");
+  app.add_flag(
+      "--profile-only", profile_only,
+      "counters worker: correctness and hardware counters, no timing (CUPTI Activity is never "
+      "enabled; kopt runs timing in another worker process)");
+  app.add_option("--cache-dir", cache_dir,
+                 "cubin cache directory (default: $KOPT_CACHE_DIR/cubin or ~/.cache/kopt/cubin)");
+  auto* compile_cmd =
+      app.add_subcommand("compile", "internal: compile one request from stdin (isolated child)");
   std::string out_file;
   compile_cmd->add_option("--out", out_file, "where to write the cubin")->required();
-  auto* info_cmd = app.add_subcommand("info", "print the device as JSON and exit (77 when there is none)");
-  auto* versions_cmd = app.add_subcommand(
-      "versions", "print the CUDA toolkit, NVRTC, CUPTI and driver versions and the GPUs seen, as JSON (no GPU needed)");
+  auto* info_cmd =
+      app.add_subcommand("info", "print the device as JSON and exit (77 when there is none)");
+  auto* versions_cmd = app.add_subcommand("versions",
+                                          "print the CUDA toolkit, NVRTC, CUPTI and driver "
+                                          "versions and the GPUs seen, as JSON (no GPU needed)");
   auto* metrics_cmd = app.add_subcommand(
-      "metrics", "describe CUPTI metrics and their replay pass count for a chip (no GPU needed with --chip)");
+      "metrics",
+      "describe CUPTI metrics and their replay pass count for a chip (no GPU needed with --chip)");
   std::string chip, tier = "default", metric_list;
   bool list_all = false;
-  metrics_cmd->add_option("--chip", chip, "chip name as CUPTI spells it (GH100 for H100/H200); default: GPU 0's");
-  metrics_cmd->add_option("--tier", tier, "default (cheap, ~2 passes on GH100) or full (speed-of-light set)")
+  metrics_cmd->add_option("--chip", chip,
+                          "chip name as CUPTI spells it (GH100 for H100/H200); default: GPU 0's");
+  metrics_cmd
+      ->add_option("--tier", tier,
+                   "default (cheap, ~2 passes on GH100) or full (speed-of-light set)")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "full"}));
-  metrics_cmd->add_option("--metrics", metric_list, "comma-separated metric names instead of a tier");
+  metrics_cmd->add_option("--metrics", metric_list,
+                          "comma-separated metric names instead of a tier");
   metrics_cmd->add_flag("--list", list_all, "list every base metric of the chip");
   CLI11_PARSE(app, argc, argv);
 

@@ -28,7 +28,9 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-std::vector<std::string> sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
+std::vector<std::string> sh(const std::string& script) {
+  return {"/bin/sh", "-c", script};
+}
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -47,7 +49,8 @@ bool process_gone(pid_t pid) {
   std::string line;
   if (!std::getline(stat, line)) return true;
   const auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() && line[close_paren + 2] == 'Z';
+  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
+         line[close_paren + 2] == 'Z';
 }
 
 bool wait_gone(pid_t pid, std::chrono::milliseconds within) {
@@ -98,7 +101,8 @@ TEST(RunCapture, ManyShortLinesRoundTrip) {
   // thousands of lines: exercises the read offset that avoids re-copying the
   // buffer per line. (Its speed is a benchmark matter, not a unit test's.)
   std::string input;
-  for (int i = 0; input.size() < (4u << 20); ++i) input += std::to_string(1000000 + i % 9000000).substr(0, 7) + "\n";
+  for (int i = 0; input.size() < (4u << 20); ++i)
+    input += std::to_string(1000000 + i % 9000000).substr(0, 7) + "\n";
   const auto r = run_capture({"/bin/cat"}, scrubbed_environment(), input, 300s);
   EXPECT_TRUE(r.status.exited && r.status.code == 0);
   EXPECT_TRUE(r.out == input);
@@ -146,13 +150,15 @@ TEST(RunCapture, TimeoutKillsGrandchildrenToo) {
   EXPECT_TRUE(r.status.timed_out);
   const pid_t grandchild = static_cast<pid_t>(std::atol(r.out.c_str()));
   ASSERT_GT(grandchild, 1) << r.out;
-  EXPECT_TRUE(wait_gone(grandchild, 3000ms)) << "the background sleep " << grandchild << " survived";
+  EXPECT_TRUE(wait_gone(grandchild, 3000ms))
+      << "the background sleep " << grandchild << " survived";
   if (!process_gone(grandchild)) ::kill(grandchild, SIGKILL);
 }
 
 TEST(RunCapture, ChildIgnoringSigtermIsStillKilled) {
   const auto t0 = clock_type::now();
-  const auto r = run_capture(sh("trap '' TERM INT HUP; while :; do sleep 1; done"), scrubbed_environment(), "", 500ms);
+  const auto r = run_capture(sh("trap '' TERM INT HUP; while :; do sleep 1; done"),
+                             scrubbed_environment(), "", 500ms);
   EXPECT_TRUE(r.status.timed_out);
   EXPECT_LT(seconds_since(t0), 5.0);
 }
@@ -170,15 +176,16 @@ TEST(RunCapture, OutputIsTruncatedAtTheLimit) {
   EXPECT_EQ(full.out.size(), 11000u);
   EXPECT_FALSE(full.out_truncated);
   // stderr is bounded by the same limit.
-  const auto e = run_capture(sh("head -c 5000 /dev/zero >&2"), scrubbed_environment(), "", 30s, 100);
+  const auto e =
+      run_capture(sh("head -c 5000 /dev/zero >&2"), scrubbed_environment(), "", 30s, 100);
   EXPECT_LE(e.err.size(), 100u);
 }
 
 TEST(RunCapture, ManyStderrBytesDoNotDeadlock) {
   // Far more than a pipe buffer on stderr before anything on stdout.
   const auto t0 = clock_type::now();
-  const auto r = run_capture(sh("head -c 4000000 /dev/zero | tr '\\0' e >&2; echo done"), scrubbed_environment(),
-                             "", 30s);
+  const auto r = run_capture(sh("head -c 4000000 /dev/zero | tr '\\0' e >&2; echo done"),
+                             scrubbed_environment(), "", 30s);
   EXPECT_LT(seconds_since(t0), 20.0);
   EXPECT_FALSE(r.status.timed_out);
   EXPECT_TRUE(r.status.exited);
@@ -197,8 +204,10 @@ TEST(RunCapture, ChildThatIgnoresItsInput) {
 }
 
 TEST(RunCapture, MissingProgramThrows) {
-  EXPECT_THROW(run_capture({"/nonexistent/kopt-no-such-program"}, scrubbed_environment(), "", 5s), kopt::error);
-  EXPECT_THROW(run_capture({"kopt-no-such-program-in-path"}, scrubbed_environment(), "", 5s), kopt::error);
+  EXPECT_THROW(run_capture({"/nonexistent/kopt-no-such-program"}, scrubbed_environment(), "", 5s),
+               kopt::error);
+  EXPECT_THROW(run_capture({"kopt-no-such-program-in-path"}, scrubbed_environment(), "", 5s),
+               kopt::error);
   EXPECT_THROW(child_process({}, scrubbed_environment()), kopt::error);
 }
 
@@ -249,11 +258,14 @@ TEST(ScrubbedEnvironment, DropsCredentialsKeepsAllowList) {
   EXPECT_NE(r.out.find("PATH="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("KOPT_WORKER_FLAG=yes"), std::string::npos) << r.out;
 
-  for (const char* n : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
-                        "KOPT_SECRET_THING", "KOPT_TEST_RANDOM_VAR", "KOPT_WORKER_FLAG"})
+  for (const char* n :
+       {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
+        "KOPT_SECRET_THING", "KOPT_TEST_RANDOM_VAR", "KOPT_WORKER_FLAG"})
     unsetenv(n);
-  if (old_cache) setenv("KOPT_CACHE_DIR", saved_cache.c_str(), 1);
-  else unsetenv("KOPT_CACHE_DIR");
+  if (old_cache)
+    setenv("KOPT_CACHE_DIR", saved_cache.c_str(), 1);
+  else
+    unsetenv("KOPT_CACHE_DIR");
 }
 
 TEST(ScrubbedEnvironment, ChildGetsExactlyTheGivenEnvironment) {
@@ -321,7 +333,8 @@ TEST(ChildProcess, LineLongerThanTheLimitIsAnError) {
 }
 
 TEST(ChildProcess, StderrFloodWhileWaitingForALine) {
-  child_process c(sh("head -c 3000000 /dev/zero >&2; echo ready; sleep 30"), scrubbed_environment());
+  child_process c(sh("head -c 3000000 /dev/zero >&2; echo ready; sleep 30"),
+                  scrubbed_environment());
   const auto t0 = clock_type::now();
   const auto line = c.read_line(clock_type::now() + 20s);
   EXPECT_LT(seconds_since(t0), 15.0);

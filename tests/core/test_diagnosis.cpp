@@ -13,7 +13,8 @@ using kopt::harness::diagnose;
 using kopt::harness::diagnosis_input;
 
 bool has(const kopt::harness::diagnosis& d, const std::string& cls) {
-  return std::any_of(d.findings.begin(), d.findings.end(), [&](const auto& f) { return f.cls == cls; });
+  return std::any_of(d.findings.begin(), d.findings.end(),
+                     [&](const auto& f) { return f.cls == cls; });
 }
 
 diagnosis_input h200() {

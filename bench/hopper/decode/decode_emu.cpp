@@ -1,10 +1,10 @@
 // Runs the kernels of the decode-attention-split-kv reference (the stream-K draft of
 // 2026-12-03, installed in knowledge_base/references/decode-attention-split-kv) on the CPU
-// through bench/hopper/emu/emu.h's model of the PTX primitives (plus movmatrix, below), on small shapes that exercise the stream-K
-// split (block ranges that start and end inside a (sequence, kv head) pair, pairs spread over many
-// blocks, empty blocks), partial 16-key units and G = 1 .. 8, and compares every output with a
-// float64 reference under the operator's tolerance (atol 0.01, rtol 0.02). A check of the kernels'
-// indexing and control flow, not of the GPU.
+// through bench/hopper/emu/emu.h's model of the PTX primitives (plus movmatrix, below), on small
+// shapes that exercise the stream-K split (block ranges that start and end inside a (sequence, kv
+// head) pair, pairs spread over many blocks, empty blocks), partial 16-key units and G = 1 .. 8,
+// and compares every output with a float64 reference under the operator's tolerance (atol 0.01,
+// rtol 0.02). A check of the kernels' indexing and control flow, not of the GPU.
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU \
 //       bench/hopper/decode/decode_emu.cpp -o /tmp/decode_emu && /tmp/decode_emu
@@ -86,9 +86,9 @@ bool run(int batch, int seqlen, int kvh, int group, int blocks_param, unsigned s
   if (rows)
     launch({(unsigned)nb, (unsigned)((kvh + DA_RW - 1) / DA_RW), 1}, DA_RW * 32,
            8192u * DA_RW * DA_NS, [&] {
-      decode_attn_rows(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,
-                       group, sl, scale);
-    });
+             decode_attn_rows(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen,
+                              kvh, group, sl, scale);
+           });
   else
     launch({(unsigned)nb, 1, 1}, NW * 32, 8192u * NW * DA_NS + 4096u * (NW - 1) + 64u * NW, [&] {
       decode_attn_stream(q.data(), kc.data(), vc.data(), acc.data(), ml.data(), batch, seqlen, kvh,

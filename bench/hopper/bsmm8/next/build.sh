@@ -1,8 +1,8 @@
 #!/bin/bash
-# Builds the next-session bsmm8 pack into $1 (default /work/main/.gpuwork/bsmm8_next): harness
+# Builds the next-session bsmm8 pack into $1 (default .gpuwork/bsmm8_next of this checkout): harness
 # binaries (nvcc, sm_90a) of the FP8 variants, configs, candidates, run.sh. Run from anywhere.
 set -e
-H="$(cd "$(dirname "$0")" && pwd)"; R="$(cd $H/../../../.. && pwd)"; D=${1:-/work/main/.gpuwork/bsmm8_next}
+H="$(cd "$(dirname "$0")" && pwd)"; R="$(cd $H/../../../.. && pwd)"; D=${1:-$R/.gpuwork/bsmm8_next}
 rm -rf $D; mkdir -p $D/configs/bench $D/cand /tmp/bsmm8n/bin
 NB=(/usr/local/cuda/bin/nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17
     "-DREFFILE=\"$R/configs/bench/block_scaled_mm_reference.cu\""
