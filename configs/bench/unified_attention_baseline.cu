@@ -61,10 +61,17 @@
 //   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03
 //   17:34 UTC): both crashed with a misaligned address (the item slots' st.shared.v4, fixed);
 //   after the fix (18:21 UTC, with UA_S_RS = 0 on both sides): correct on 23 of 25 workloads
-//   (s13, s19 not run), 5-14 % faster on d = 128; with UA_S_RS = 1 not yet run.
-// Measured on H200 (2026-12-03 17:42 UTC, driver 580.159.04, kopt eval --seeds 1,
-// docs/benchmarks.md): the config's default (UA_WGMMA = 3 with UA_S_RS = 1) is correct on all
-// 25 workloads, 29.0 % of speed of light weighted; s20 859 us (38.2 %), s21 113.2 us, against
+//   (s13, s19 not run), 5-14 % faster on d = 128. With UA_S_RS = 1 (2026-12-04 01:16 UTC):
+//   correct on all 25, the config's default since then (figures below).
+// Measured on H200 (2026-12-04 01:16-01:20 UTC, driver 580.159.04, kopt eval --seeds 1,
+// docs/benchmarks.md, bench/suite/results/2026-12-04/): the config's default (UA_WGMMA = 3,
+// UA_S_RS = 1, UA_PERSIST = 1) is correct on all 25 workloads, 30.3 % of speed of light
+// weighted; against UA_PERSIST = 0 in the same run s20 844.4 against 857.5 us, s21 110.4
+// against 112.5, the 256-token batches 12-16 % faster (s9 542.6 against 624.8 us, s13 5054
+// against 5853), the one-item-per-block shapes s3 / s7 / s23 2-8 % slower (12.5 / 36.0 / 16.0
+// against 11.6 / 35.3 / 15.1 us). Before (2026-12-03 17:42 UTC), UA_WGMMA = 3 with
+// UA_S_RS = 1 and UA_PERSIST = 0: correct on all 25 workloads, 29.0 % of speed of light
+// weighted; s20 859 us (38.2 %), s21 113.2 us, against
 // 922 and 118.4 us for UA_S_RS = 0 on the same day (UA_S_RS = 0 on 2026-12-02 11:51 UTC:
 // correct on all 25, 27.7 % weighted, s20 918 us). The previous default (UA_WGMMA = 2, two
 // wgmma warpgroups without a producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the
