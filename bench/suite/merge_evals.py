@@ -4,7 +4,9 @@ file of the same schema, recomputing the weighted fields over the merged rows, s
 measured in several time-boxed calls of one GPU run can be read (summarize_eval.py) and composed
 into the suite figure (summarize_bench.py --eval-file) as one eval.
 
-  merge_evals.py OUT.json ROLE IN.json[.gz] [IN ...]   (ROLE: candidate or baseline)
+  merge_evals.py OUT.json ROLE IN.json[.gz][:ROLE2] [IN ...]
+ROLE (candidate, baseline, seed) names the result block written; an input may name the block it
+is read from after a colon (a seed in one run, the candidate in another).
 
 A workload that appears twice is an error: which measurement counts must be chosen by hand.
 """
@@ -33,13 +35,16 @@ def main():
         sys.exit(__doc__)
     out, role, inputs = sys.argv[1], sys.argv[2], sys.argv[3:]
     merged, rows, seen = None, [], {}
-    for path in inputs:
+    for spec in inputs:
+        path, _, src = spec.partition(":")
+        src = src or role
         d = load(path)
-        block = d.get("results", {}).get(role)
+        block = d.get("results", {}).get(src)
         if block is None:
-            sys.exit(f"{path}: no '{role}' results")
+            sys.exit(f"{path}: no '{src}' results")
         if merged is None:
             merged = d
+            merged["results"] = {role: dict(block, role=role)}
         for r in block["rows"]:
             if r["workload"] in seen:
                 sys.exit(f"{r['workload']}: in both {seen[r['workload']]} and {path}")
