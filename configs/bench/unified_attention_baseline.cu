@@ -63,9 +63,13 @@
 //   after the fix (18:21 UTC, with UA_S_RS = 0 on both sides): correct on 23 of 25 workloads
 //   (s13, s19 not run), 5-14 % faster on d = 128. With UA_S_RS = 1 (2026-12-04 01:16 UTC):
 //   correct on all 25, the config's default since then (figures below).
-// Measured on H200 (2026-12-04 01:16-01:20 UTC, driver 580.159.04, kopt eval --seeds 1,
-// docs/benchmarks.md, bench/suite/results/2026-12-04/): the config's default (UA_WGMMA = 3,
-// UA_S_RS = 1, UA_PERSIST = 1) is correct on all 25 workloads, 30.3 % of speed of light
+// Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
+// bench/suite/results/2026-12-04/): the config's default since 01:50 UTC (UA_WGMMA = 3,
+// UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
+// light weighted (31.6 % in `kopt kb lint --run` at 01:47 UTC); against UA_HPAIR = 0 in the same
+// run: s20 827.7 against 846.6 us, s21 106.6 against 110.8, s9 466.6 against 539.6, s0 128.0
+// against 144.9 (the 28 / 4-head shapes have an odd group and run as before). UA_PERSIST = 1
+// alone (01:16-01:20 UTC) is correct on all 25 workloads, 30.3 % of speed of light
 // weighted; against UA_PERSIST = 0 in the same run s20 844.4 against 857.5 us, s21 110.4
 // against 112.5, the 256-token batches 12-16 % faster (s9 542.6 against 624.8 us, s13 5054
 // against 5853), the one-item-per-block shapes s3 / s7 / s23 2-8 % slower (12.5 / 36.0 / 16.0
@@ -874,7 +878,8 @@ __device__ __forceinline__ void attn_wgmma_d128(
 //   pairs fastest, so the pairs of one KV head run side by side as the heads did; the slot's h
 //   is the pair's first head; Q row i of the block is row r0 + i % 64 of head h + i / 64.
 #ifndef UA_HPAIR
-// 1 (with UA_PERSIST = 1): where hq / hkv is even, a work item is 64 query rows of two heads that
+// 1 (with UA_PERSIST = 1; the config's default since 2026-12-04): where hq / hkv is even, a work
+// item is 64 query rows of two heads that
 // share a KV head (warpgroup w takes head h + w) instead of 128 rows of one head, see
 // attn_ws_d128; 0: 128 rows of one head (warpgroup w takes rows 64 w ..)
 #define UA_HPAIR 0
