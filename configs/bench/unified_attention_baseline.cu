@@ -870,7 +870,7 @@ __device__ __forceinline__ void attn_wgmma_d128(
 // - Why: with 128 rows of one head, warpgroup 0's rows end 64 before the item's last key tile,
 //   so it computes that tile fully masked (P = 0), and the diagonal tiles of both warpgroups
 //   are half masked: on a 256-token sequence the items compute 12 warpgroup-tiles (64 rows x 64
-//   keys) per head where the causal triangle needs 8.5. With items of 64 rows of heads h and
+//   keys) per head where the causal triangle needs about 8. With items of 64 rows of heads h and
 //   h + 1 (the same KV head, so one K / V stream still serves both warpgroups), both warpgroups
 //   see the same rows, stop at the same tile, and a head takes 10 warpgroup-tiles (s20, 6294
 //   tokens: 5100 against 4950, 3 % less).
