@@ -33,19 +33,21 @@
 //   with log2(e) / 24 folded in; the running max / sum of a row stay in the
 //   registers of its 8 threads across tiles.
 // - P V with P split into two bf16 terms, hi = bf16(p) and lo = bf16(p - hi),
-//   two MMAs per step (16 mantissa bits of p). One bf16 P would give errors
-//   of a few 1e-4 absolute on outputs near zero (sum over 128-256 positions
-//   of 2^-9-relative errors), too close to the config's atol of 1e-3 for a
-//   check that must match every element; the second MMA is cheap here.
+//   two MMAs per step (16 mantissa bits of p). One bf16 P (MLA_P_SPLIT 0) reached 0.70 of
+//   the tolerance on s0 in the CPU emulator (bench/hopper/mla/mla_emu.cpp; 0.32 with the
+//   split), too close for a check that must match every element; the second MMA is cheap here.
 //   Warp w owns output columns [128 w, 128 w + 128): 16 n8 tiles, 64 fp32
 //   accumulators per thread; V fragments by ldmatrix.trans.
-// - Combine through distributed shared memory: each block leaves its
-//   unnormalised 16 x 512 fp32 partial O and its (max, sum) per head in its own
-//   shared memory; after a cluster barrier, block r combines its 1 / SPLIT of
-//   the (head, 8-column) outputs from the SPLIT partials (mapa +
-//   ld.shared::cluster.v4), normalises, and writes bf16 with 16-byte stores.
-//   A second cluster barrier keeps every block's shared memory alive until its
-//   peers have read it. No workspace, no atomics, no second launch.
+// - Combine through distributed shared memory (MLA_PUSH 0, the default: pull): each block
+//   leaves its unnormalised 16 x 512 fp32 partial O and its (max, sum) per head in its own
+//   shared memory; after a cluster barrier, block r combines its 1 / SPLIT of the (head,
+//   8-column) outputs from the SPLIT partials (mapa + ld.shared::cluster.v4), normalises, and
+//   writes bf16 with 16-byte stores. A second cluster barrier keeps every block's shared
+//   memory alive until its peers have read it. No workspace, no atomics, no second launch.
+//   MLA_PUSH 1: every block stores its partial into the owners' receive buffers (36 KB more
+//   shared memory) and combines from local shared memory after a single cluster barrier.
+//   MLA_XCHG 1: the partials cross the cluster as fp16 O / l (16 instead of 32 bytes per 8
+//   columns). Both are CPU-verified only (candidates in bench/hopper/mla/).
 // Heads beyond nhead in the last group are zero rows in shared memory and are
 // not stored. A sequence of length 0 gives 0 / 0 (NaN), as the reference does.
 #include <cuda_bf16.h>
@@ -57,6 +59,18 @@
 #define MLA_THREADS 128
 #define MLA_CMAX 8     // largest cluster the combine handles (portable cluster size)
 #define MLA_CHUNKS (MLA_DQK / 8)  // 16-byte chunks per row: 72
+#ifndef MLA_XCHG
+// How the partials cross the cluster: 0 = unnormalised fp32 O (32 bytes per 8 columns);
+// 1 = O / l of the block in fp16 (16 bytes: 40 % fewer DSMEM bytes with the (max, sum) pair;
+// error <= 2^-12 |O / l|, a convex combination of V values, against atol 1e-3).
+#define MLA_XCHG 0
+#endif
+#ifndef MLA_PUSH
+// 0: pull (cluster barrier, every block reads its share of the peers' partials, a second
+// barrier before exit); 1: push (every block stores its partial into the owners' receive
+// buffers, one cluster barrier, then every block combines from its own shared memory).
+#define MLA_PUSH 0
+#endif
 #ifndef MLA_P_SPLIT
 // 1: P as bf16 hi + lo (two P V MMAs); 0: one bf16 P (ablation for the emulator's error figures)
 #define MLA_P_SPLIT 1
@@ -75,7 +89,13 @@
 #define MLA_SML (MLA_SALPHA + MLA_HG * 4)            // 68928: per-row (max, sum)
 #define MLA_SMEM (MLA_SML + MLA_HG * 8)              // 69056 (the plan's shared_bytes)
 #define MLA_O_STRIDE 520                             // floats per O row (pad: 2-way stores)
+#define MLA_O16_STRIDE 1040  // bytes per fp16 O row (MLA_XCHG 1; 260 words: conflict-free)
 static_assert(MLA_SKV + MLA_HG * MLA_O_STRIDE * 4 <= MLA_SS, "O overlays the KV tile");
+// MLA_PUSH 1: receive buffers after MLA_SMEM (the plan adds 36864 bytes): partial O of every
+// source rank q, [q][16 rows][ceil(64 / cs) * 8 columns] (fp32 at most 7 x 16 x 80 x 4 = 35840
+// bytes, cs = 7), then (max, sum) [q][16 rows] (1024 bytes).
+#define MLA_SR MLA_SMEM
+#define MLA_SRML (MLA_SR + 35840)
 
 // The PTX primitives. KOPT_EMU (bench/hopper/mla/mla_emu.cpp) replaces them
 // with a CPU model of their semantics, clusters included, to run this kernel
@@ -155,6 +175,14 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
 }
+// The split form (MLA_PUSH 1): arrive at the start, wait before the first remote access, so that
+// every block of the cluster has started (its shared memory exists) before anyone writes to it.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ unsigned mapa(unsigned addr, unsigned rank) {
   unsigned r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
@@ -166,6 +194,52 @@ __device__ __forceinline__ float2 ld_dsmem_f2(unsigned caddr) {
                : "=f"(v.x), "=f"(v.y)
                : "r"(caddr)
                : "memory");
+  return v;
+}
+__device__ __forceinline__ float2 lds_f2(unsigned addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint4 lds_u4(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_dsmem_f2(unsigned caddr, float2 v) {
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(caddr), "f"(v.x), "f"(v.y)
+               : "memory");
+}
+__device__ __forceinline__ void st_dsmem_u4(unsigned caddr, uint4 v) {
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(caddr), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void sts_u1(unsigned addr, unsigned a) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(a) : "memory");
+}
+__device__ __forceinline__ uint4 ld_dsmem_u4(unsigned caddr) {
+  uint4 v;
+  asm volatile("ld.shared::cluster.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(caddr)
+               : "memory");
+  return v;
+}
+// fp16 pair, round to nearest even (lo in the low half)
+__device__ __forceinline__ unsigned pack_h2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ float2 unpack_h2(unsigned u) {
+  float2 v;
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(v.x), "=f"(v.y)
+      : "r"(u));
   return v;
 }
 __device__ __forceinline__ float4 ld_dsmem_f4(unsigned caddr) {
@@ -209,6 +283,9 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
   const float NEG_INF = __int_as_float(0xff800000);
   // exp(s / 24 - m / 24) = 2^((s - m) * log2(e) / 24), s the raw dot product
   const float kScale = 1.4426950408889634f / 24.0f;
+#if MLA_PUSH
+  cluster_arrive_relaxed();  // waited for before the first remote store
+#endif
 
   // Q first (its addresses need no seq_lens): 16 rows of 72 chunks; rows past nhead are zeros
   // (no NaN into the MMAs).
@@ -351,7 +428,22 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
   }
   cp_async_wait_all();  // a rank without a tile still has its Q copies in flight
 
-  // This block's partial: unnormalised O (over the KV tile, unused now) and (max, sum).
+  // This block's partial (over the KV tile, unused now) and its (max, sum) per row.
+#if MLA_XCHG
+  if (ssub == 0) sts_f2(base + MLA_SML + srow * 8, m_run, l_run);
+  __syncthreads();  // the fragment rows g, g + 8 need their sums
+  {
+    const float l0 = lds_f1(base + MLA_SML + g * 8 + 4), l1 = lds_f1(base + MLA_SML + (g + 8) * 8 + 4);
+    const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;  // 0: no tile
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int col = 128 * warp + 8 * j + 2 * tq;
+      sts_u1(base + MLA_SKV + g * MLA_O16_STRIDE + col * 2, pack_h2(acc[j][0] * i0, acc[j][1] * i0));
+      sts_u1(base + MLA_SKV + (g + 8) * MLA_O16_STRIDE + col * 2,
+             pack_h2(acc[j][2] * i1, acc[j][3] * i1));
+    }
+  }
+#else
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int col = 128 * warp + 8 * j + 2 * tq;
@@ -359,6 +451,80 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     sts_f2(base + MLA_SKV + ((g + 8) * MLA_O_STRIDE + col) * 4, acc[j][2], acc[j][3]);
   }
   if (ssub == 0) sts_f2(base + MLA_SML + srow * 8, m_run, l_run);
+#endif
+#if MLA_PUSH
+  __syncthreads();  // the staged partial is complete
+  {
+    // Rank r owns the 8-column groups [64 r / cs, 64 (r + 1) / cs) of every row; group cg
+    // belongs to rank ((cg + 1) cs - 1) / 64. Consecutive threads take consecutive groups of a
+    // row: the remote stores are contiguous 16-byte runs.
+    constexpr int kEsz = MLA_XCHG ? 2 : 4;  // bytes per staged element
+    const int wcols = ((64 + cs - 1) / cs) * 8;  // columns per receive row
+    cluster_wait();  // every block of the cluster has started
+    for (int u = tid; u < MLA_HG * 64; u += MLA_THREADS) {
+      const int row = u >> 6, cg = u & 63;
+      if (h0 + row >= nhead) continue;  // no rank combines it
+      const int owner = ((cg + 1) * cs - 1) / 64;
+      const int lc = (cg - (owner * 64) / cs) * 8;
+      const unsigned dst = mapa(base + MLA_SR + ((rank * MLA_HG + row) * wcols + lc) * kEsz, owner);
+#if MLA_XCHG
+      st_dsmem_u4(dst, lds_u4(base + MLA_SKV + row * MLA_O16_STRIDE + cg * 16));
+#else
+      const unsigned src = base + MLA_SKV + (row * MLA_O_STRIDE + cg * 8) * 4;
+      st_dsmem_u4(dst, lds_u4(src));
+      st_dsmem_u4(dst + 16, lds_u4(src + 16));
+#endif
+    }
+    if (tid < MLA_HG * cs) {
+      const int row = tid & (MLA_HG - 1), owner = tid / MLA_HG;
+      st_dsmem_f2(mapa(base + MLA_SRML + (rank * MLA_HG + row) * 8, owner),
+                  lds_f2(base + MLA_SML + row * 8));
+    }
+    cluster_sync();  // every partial has arrived; after it, no block touches another's memory
+    const int cg0 = (rank * 64) / cs, ncg = ((rank + 1) * 64) / cs - cg0;
+    for (int u = tid; u < MLA_HG * ncg; u += MLA_THREADS) {
+      const int row = u / ncg, lc = (u - row * ncg) * 8, col = cg0 * 8 + lc;
+      if (h0 + row >= nhead) continue;
+      float mq[MLA_CMAX], lq[MLA_CMAX], mx = NEG_INF;
+#pragma unroll
+      for (int r = 0; r < MLA_CMAX; ++r)
+        if (r < cs) {
+          const float2 v = lds_f2(base + MLA_SRML + (r * MLA_HG + row) * 8);
+          mq[r] = v.x, lq[r] = v.y;
+          mx = fmaxf(mx, v.x);
+        }
+      float sum = 0.f, y[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int r = 0; r < MLA_CMAX; ++r)
+        if (r < cs) {
+          const unsigned a = base + MLA_SR + ((r * MLA_HG + row) * wcols + lc) * kEsz;
+#if MLA_XCHG
+          const float w = fast_exp2((mq[r] - mx) * kScale) * lq[r];  // the partial is O / l
+          const uint4 v = lds_u4(a);
+          const float2 v0 = unpack_h2(v.x), v1 = unpack_h2(v.y), v2 = unpack_h2(v.z),
+                       v3 = unpack_h2(v.w);
+          sum += w;
+          y[0] += w * v0.x, y[1] += w * v0.y, y[2] += w * v1.x, y[3] += w * v1.y;
+          y[4] += w * v2.x, y[5] += w * v2.y, y[6] += w * v3.x, y[7] += w * v3.y;
+#else
+          const float w = fast_exp2((mq[r] - mx) * kScale);  // 0 for a rank without a tile
+          const float4 v0 = lds_f4(a), v1 = lds_f4(a + 16);
+          sum += w * lq[r];
+          y[0] += w * v0.x, y[1] += w * v0.y, y[2] += w * v0.z, y[3] += w * v0.w;
+          y[4] += w * v1.x, y[5] += w * v1.y, y[6] += w * v1.z, y[7] += w * v1.w;
+#endif
+        }
+      const float inv = 1.0f / sum;
+      uint4 ov;
+      ov.x = pack_bf162(y[0] * inv, y[1] * inv);
+      ov.y = pack_bf162(y[2] * inv, y[3] * inv);
+      ov.z = pack_bf162(y[4] * inv, y[5] * inv);
+      ov.w = pack_bf162(y[6] * inv, y[7] * inv);
+      *reinterpret_cast<uint4*>(out + (static_cast<long long>(seq) * nhead + h0 + row) * MLA_DV +
+                                col) = ov;
+    }
+  }
+#else
   cluster_sync();
 
   // Combine: 16 rows x 64 groups of 8 columns; rank r takes a contiguous 1 / cs of them.
@@ -379,12 +545,22 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
 #pragma unroll
     for (int r = 0; r < MLA_CMAX; ++r)
       if (r < cs) {
+#if MLA_XCHG
+        const float w = fast_exp2((mq[r] - mx) * kScale) * lq[r];  // the partial is O / l
+        const uint4 v = ld_dsmem_u4(mapa(base + MLA_SKV + row * MLA_O16_STRIDE + col * 2, r));
+        const float2 v0 = unpack_h2(v.x), v1 = unpack_h2(v.y), v2 = unpack_h2(v.z),
+                     v3 = unpack_h2(v.w);
+        sum += w;
+        y[0] += w * v0.x, y[1] += w * v0.y, y[2] += w * v1.x, y[3] += w * v1.y;
+        y[4] += w * v2.x, y[5] += w * v2.y, y[6] += w * v3.x, y[7] += w * v3.y;
+#else
         const float w = fast_exp2((mq[r] - mx) * kScale);  // 0 for a rank without a tile
         const unsigned a = mapa(base + MLA_SKV + (row * MLA_O_STRIDE + col) * 4, r);
         const float4 v0 = ld_dsmem_f4(a), v1 = ld_dsmem_f4(a + 16);
         sum += w * lq[r];
         y[0] += w * v0.x, y[1] += w * v0.y, y[2] += w * v0.z, y[3] += w * v0.w;
         y[4] += w * v1.x, y[5] += w * v1.y, y[6] += w * v1.z, y[7] += w * v1.w;
+#endif
       }
     const float inv = 1.0f / sum;
     uint4 ov;
@@ -396,4 +572,5 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
                               col) = ov;
   }
   cluster_sync();  // every peer has read this block's shared memory
+#endif
 }

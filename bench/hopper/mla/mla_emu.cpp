@@ -51,7 +51,7 @@ bool run(mla_case c) {
   std::vector<__nv_bfloat16> out(static_cast<size_t>(B) * H * MLA_DV, __nv_bfloat16{0x7fc0});
   const unsigned grid = c.cs * B * ((H + 15) / 16);
   const auto t0 = std::chrono::steady_clock::now();
-  launch_clusters(grid, c.cs, MLA_THREADS, MLA_SMEM, [&] {
+  launch_clusters(grid, c.cs, MLA_THREADS, MLA_SMEM + MLA_PUSH * 36864, [&] {
     mla_decode_baseline(q.data(), kv.data(), c.lens.data(), out.data(), H);
   });
   const double secs =
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
       {"batch40_varlen", 16, {}, plan_split(40, 80, 16), 1.f, 10},
       {"cluster1_multi", 16, {100, 64}, 1, 1.f, 5},  // MLA_SPLIT_MAX = 1: every tile in one block
       {"cluster3_peaked", 48, {256, 200}, 3, 4.f, 6},
+      {"cluster7", 16, {224, 100}, 7, 2.f, 11},  // the largest receive buffer (MLA_PUSH 1)
       {"s1_peaked", 16, std::vector<int>(1, 256), plan_split(1, 256, 16), 3.f, 7},
       // the pack's candidates: cand_split4 (two tiles per block on s1 / s2), cand_split1
       {"s2_split4", 16, std::vector<int>(7, 256), plan_split(7, 256, 16, 4), 1.f, 8},
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     all &= run(c);
     ++ran;
   }
-  std::printf("%s (%d cases, MLA_P_SPLIT %d)\n", all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT);
+  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d)\n",
+              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH);
   return all && ran ? 0 : 1;
 }

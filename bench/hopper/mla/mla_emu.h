@@ -143,6 +143,17 @@ inline unsigned cluster_size() {
 inline void cluster_sync() {
   g_cluster->bar->arrive_and_wait();
 }
+inline thread_local std::barrier<>::arrival_token* t_arrival = nullptr;
+inline void cluster_arrive_relaxed() {
+  if (t_arrival) std::abort();  // two arrivals without a wait
+  t_arrival = new std::barrier<>::arrival_token(g_cluster->bar->arrive());
+}
+inline void cluster_wait() {
+  if (!t_arrival) std::abort();  // a wait without an arrival
+  g_cluster->bar->wait(std::move(*t_arrival));
+  delete t_arrival;
+  t_arrival = nullptr;
+}
 // mapa: the cluster address of shared address a of block rank (rank + 1 in bits 24..).
 inline unsigned mapa(unsigned a, unsigned rank) {
   if (rank >= g_cluster_size || a >= (1u << 24)) {
@@ -190,6 +201,45 @@ inline float4 lds_f4(unsigned a) {
   float4 v;
   std::memcpy(&v, smem_at(a, 16, 16, "ld.shared.v4.f32"), 16);
   return v;
+}
+inline float2 lds_f2(unsigned a) {
+  float2 v;
+  std::memcpy(&v, smem_at(a, 8, 8, "ld.shared.v2.f32"), 8);
+  return v;
+}
+inline uint4 lds_u4(unsigned a) {
+  uint4 v;
+  std::memcpy(&v, smem_at(a, 16, 16, "ld.shared.v4.b32"), 16);
+  return v;
+}
+inline void st_dsmem_f2(unsigned ca, float2 v) {
+  std::memcpy(dsmem_at(ca, 8, "st.shared::cluster.v2"), &v, 8);
+}
+inline void st_dsmem_u4(unsigned ca, uint4 v) {
+  std::memcpy(dsmem_at(ca, 16, "st.shared::cluster.v4"), &v, 16);
+}
+inline void sts_u1(unsigned a, unsigned x) {
+  std::memcpy(smem_at(a, 4, 4, "st.shared.b32"), &x, 4);
+}
+inline uint4 ld_dsmem_u4(unsigned ca) {
+  uint4 v;
+  std::memcpy(&v, dsmem_at(ca, 16, "ld.shared::cluster.v4.b32"), 16);
+  return v;
+}
+// fp16 pairs (cvt.rn.f16x2.f32: round to nearest even, subnormals kept; lo in the low half)
+inline unsigned pack_h2(float lo, float hi) {
+  const _Float16 a = static_cast<_Float16>(lo), b = static_cast<_Float16>(hi);
+  uint16_t ua, ub;
+  std::memcpy(&ua, &a, 2);
+  std::memcpy(&ub, &b, 2);
+  return static_cast<unsigned>(ua) | (static_cast<unsigned>(ub) << 16);
+}
+inline float2 unpack_h2(unsigned u) {
+  const uint16_t ua = static_cast<uint16_t>(u & 0xffff), ub = static_cast<uint16_t>(u >> 16);
+  _Float16 a, b;
+  std::memcpy(&a, &ua, 2);
+  std::memcpy(&b, &ub, 2);
+  return {static_cast<float>(a), static_cast<float>(b)};
 }
 inline float fast_exp2(float x) {
   return std::exp2(x);

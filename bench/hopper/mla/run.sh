@@ -3,8 +3,13 @@
 # built into .gpuwork/mla by bench/hopper/mla/make_pack.sh, which copies this checkout's configs
 # into the pack so that it does not depend on what the device's tree holds). Run on the device
 # from the repository root with OUT set and the kopt bundle at .gpuwork/suite/bundle.
-#   base    kopt eval of the config: the baseline (MLA_SPLIT_MAX 8, MLA_P_SPLIT 1) against the
-#           reference on all 3 workloads, 2 seeds: correctness, median time, SOL
+#   base    kopt eval of the config: the baseline (MLA_SPLIT_MAX 8, pull combine in fp32, split
+#           P) against the reference on all 3 workloads, 2 seeds: correctness, median, SOL
+#   push    cand_push (MLA_PUSH 1): partials pushed into the owners' shared memory, one cluster
+#           barrier instead of two, combine from local shared memory
+#   push16  cand_push16 (MLA_PUSH 1, MLA_XCHG 1): push with fp16 O / l partials (16 instead of
+#           32 DSMEM bytes per 8 columns)
+#   xchg16  cand_xchg16 (MLA_XCHG 1): pull with fp16 partials
 #   split4  cand_split4 (clusters of at most 4: s1 / s2 run 2 tiles per block): the multi-tile
 #           path on the GPU, and whether 8 SMs per sequence beat 4
 #   psplit0 cand_psplit0 (one bf16 P, one P V MMA instead of two): its error margin against
@@ -34,9 +39,12 @@ ev() {  # name seeds limit [--candidate FILE]
   timeout 5 python3 $W/summarize_eval.py $OUT/$n.json $role > $OUT/$n.txt 2>&1 < /dev/null
   el "$n rc=$rc (limit $t s): $(sed -n 2p $OUT/$n.txt | cut -c1-120)"
 }
-ev base 2 22
-ev split4 1 12 --candidate $W/cand_split4.json
-ev psplit0 1 12 --candidate $W/cand_psplit0.json
-ev split1 1 12 --candidate $W/cand_split1.json
+ev base 2 20
+ev push 1 10 --candidate $W/cand_push.json
+ev push16 1 10 --candidate $W/cand_push16.json
+ev xchg16 1 10 --candidate $W/cand_xchg16.json
+ev split4 1 10 --candidate $W/cand_split4.json
+ev psplit0 1 10 --candidate $W/cand_psplit0.json
+ev split1 1 10 --candidate $W/cand_split1.json
 el done
 for f in $OUT/*.txt; do echo "== $f"; head -c 2000 $f; done
