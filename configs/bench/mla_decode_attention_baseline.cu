@@ -71,6 +71,14 @@
 // buffers, one cluster barrier, then every block combines from its own shared memory).
 #define MLA_PUSH 0
 #endif
+#ifndef MLA_SPEC
+// 1: the kernel also takes ctx_len and issues its first KV tile's copies for the offset
+// seq * ctx_len and length ctx_len before seq_lens arrives (every length equals ctx_len in
+// the config's workloads, and those rows exist: kv_cache holds batch * ctx_len rows); when
+// seq_lens says otherwise, it waits for those copies and loads the right rows. Takes the
+// seq_lens round trip (a DRAM latency after kopt's L2 flush) off the critical path.
+#define MLA_SPEC 0
+#endif
 #ifndef MLA_P_SPLIT
 // 1: P as bf16 hi + lo (two P V MMAs); 0: one bf16 P (ablation for the emulator's error figures)
 #define MLA_P_SPLIT 1
@@ -267,7 +275,12 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     mla_decode_baseline(const __nv_bfloat16* __restrict__ q,
                         const __nv_bfloat16* __restrict__ kv_cache,
                         const int* __restrict__ seq_lens, __nv_bfloat16* __restrict__ out,
-                        int nhead) {
+                        int nhead
+#if MLA_SPEC
+                        ,
+                        int ctx_len
+#endif
+                        ) {
 #ifdef KOPT_EMU
   unsigned char* const smem = emu_smem();
 #else
@@ -297,6 +310,20 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     cp_async16(base + MLA_SQ + r * MLA_ROW_B + k * 16, src, ok ? 16 : 0);
   }
   cp_async_commit();
+#if MLA_SPEC
+  // The first tile for o = seq * ctx_len, len = ctx_len, before seq_lens is known.
+  const long long o_spec = static_cast<long long>(seq) * ctx_len;
+  bool spec = rank * MLA_TILE < ctx_len;
+  if (spec) {
+    const int p0 = rank * MLA_TILE;
+    for (int c = tid; c < MLA_TILE * MLA_CHUNKS; c += MLA_THREADS) {
+      const int r = c / MLA_CHUNKS, k = c % MLA_CHUNKS;
+      const bool ok = p0 + r < ctx_len;
+      const __nv_bfloat16* src = ok ? kv_cache + (o_spec + p0 + r) * MLA_DQK + k * 8 : kv_cache;
+      cp_async16(base + MLA_SKV + r * MLA_ROW_B + k * 16, src, ok ? 16 : 0);
+    }
+  }
+#endif
   // o = sum of the previous lengths: every warp sums them itself (lane j takes j, j + 32, ..),
   // so the first KV copies wait for one load latency and no barrier.
   const int len = seq_lens[seq];
@@ -305,6 +332,10 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) o32 += __shfl_xor_sync(0xffffffffu, o32, off);
   const long long o = o32;  // rows of kv_cache: batch * ctx_len < 2^31 (int32 seq_lens)
+#if MLA_SPEC
+  spec = spec && o == o_spec && len == ctx_len;  // the same for every thread of the block
+  if (!spec) cp_async_wait_all();  // wrong rows in flight: let them land before reloading
+#endif
 
   // Softmax state of head row srow (8 threads per row, identical copies).
   const int srow = tid >> 3, ssub = tid & 7;
@@ -317,6 +348,9 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
 
   for (int t = rank; t * MLA_TILE < len; t += cs) {
     const int p0 = t * MLA_TILE;
+#if MLA_SPEC
+    if (!(spec && t == rank))
+#endif
     for (int c = tid; c < MLA_TILE * MLA_CHUNKS; c += MLA_THREADS) {
       const int r = c / MLA_CHUNKS, k = c % MLA_CHUNKS;
       const bool ok = p0 + r < len;

@@ -6,9 +6,12 @@
 // clusters of 1 and 3 and peaked softmaxes (q scaled so that the running max moves between
 // tiles and ranks). Each output element is compared with a float64 reference under the config's
 // tolerance (atol 1e-3, rtol 0.02, every element) against the reference rounded to bf16.
+// kv_cache holds batch * ctx_len rows as in the config (ctx_len = the longest sequence), so
+// MLA_SPEC's guessed rows exist; its guess holds on the workload shapes and fails on the
+// variable-length cases (the reload path).
 // A check of the kernel's indexing, synchronisation and control flow, not of the GPU.
 //
-//   g++ -std=c++20 -O2 -pthread -I bench/hopper/mla/stub -DKOPT_EMU [-DMLA_P_SPLIT=0]
+//   g++ -std=c++20 -O2 -pthread -I bench/hopper/mla/stub -DKOPT_EMU [-DMLA_P_SPLIT=0 ...]
 //       bench/hopper/mla/mla_emu.cpp -o /tmp/mla_emu && /tmp/mla_emu [case names...]
 //
 // Exit status 0 when every case passes.
@@ -44,15 +47,23 @@ bool run(mla_case c) {
   std::normal_distribution<float> nd(0.f, 1.f);
   const int B = static_cast<int>(c.lens.size()), H = c.nhead;
   long long rows = 0;
-  for (int l : c.lens) rows += l;
-  std::vector<__nv_bfloat16> q(static_cast<size_t>(B) * H * MLA_DQK), kv(rows * MLA_DQK);
+  int ctx_len = 0;  // the plan's ctx_len: the longest sequence (MLA_SPEC guesses every length)
+  for (int l : c.lens) rows += l, ctx_len = std::max(ctx_len, l);
+  // kopt allocates batch * ctx_len rows (the config's kv_cache shape); MLA_SPEC may read them
+  std::vector<__nv_bfloat16> q(static_cast<size_t>(B) * H * MLA_DQK),
+      kv(std::max(rows, static_cast<long long>(B) * ctx_len) * MLA_DQK);
   for (auto& x : q) x.v = f2bf(bf2f(f2bf(nd(gen))) * c.qscale);
   for (auto& x : kv) x.v = f2bf(nd(gen));
   std::vector<__nv_bfloat16> out(static_cast<size_t>(B) * H * MLA_DV, __nv_bfloat16{0x7fc0});
   const unsigned grid = c.cs * B * ((H + 15) / 16);
   const auto t0 = std::chrono::steady_clock::now();
   launch_clusters(grid, c.cs, MLA_THREADS, MLA_SMEM + MLA_PUSH * 36864, [&] {
-    mla_decode_baseline(q.data(), kv.data(), c.lens.data(), out.data(), H);
+    mla_decode_baseline(q.data(), kv.data(), c.lens.data(), out.data(), H
+#if MLA_SPEC
+                        ,
+                        ctx_len
+#endif
+    );
   });
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -118,6 +129,8 @@ int main(int argc, char** argv) {
       {"cluster1_multi", 16, {100, 64}, 1, 1.f, 5},  // MLA_SPLIT_MAX = 1: every tile in one block
       {"cluster3_peaked", 48, {256, 200}, 3, 4.f, 6},
       {"cluster7", 16, {224, 100}, 7, 2.f, 11},  // the largest receive buffer (MLA_PUSH 1)
+      // MLA_SPEC: sequences 0, 1 match the guess, 2 (length) and 3 (offset) do not
+      {"spec_mixed", 16, {256, 256, 100, 256}, 8, 1.f, 12},
       {"s1_peaked", 16, std::vector<int>(1, 256), plan_split(1, 256, 16), 3.f, 7},
       // the pack's candidates: cand_split4 (two tiles per block on s1 / s2), cand_split1
       {"s2_split4", 16, std::vector<int>(7, 256), plan_split(7, 256, 16, 4), 1.f, 8},
@@ -132,7 +145,7 @@ int main(int argc, char** argv) {
     all &= run(c);
     ++ran;
   }
-  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d)\n",
-              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH);
+  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d, MLA_SPEC %d)\n",
+              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH, MLA_SPEC);
   return all && ran ? 0 : 1;
 }

@@ -13,6 +13,7 @@
 #pragma once
 #include <algorithm>
 #include <barrier>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -128,10 +129,31 @@ inline unsigned smem_u32(const void* p) {
 inline int tid_() {
   return static_cast<int>(threadIdx.x);
 }
+inline void emu_jitter(int one_in = 4);
 inline void warp_sync() {
+  emu_jitter(16);  // a delayed lane delays its warp's collective
   t_blk->warp_bar[tid_() / 32]->arrive_and_wait();
 }
+// MLA_EMU_JITTER=N (environment): before every block barrier, cluster barrier and cp.async
+// wait a thread sleeps 0..N microseconds with probability 1/4 (before a warp collective: 1/16),
+// to vary the interleavings (a missing barrier then shows as stale or overwritten shared memory
+// more often).
+inline int emu_jitter_us() {
+  static const int j = [] {
+    const char* e = std::getenv("MLA_EMU_JITTER");
+    return e ? std::atoi(e) : 0;
+  }();
+  return j;
+}
+inline void emu_jitter(int one_in) {
+  if (emu_jitter_us() <= 0) return;
+  thread_local unsigned x = 2463534242u ^ static_cast<unsigned>(tid_() * 2654435761u + blockIdx.x);
+  x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+  if ((x >> 24) % one_in == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds((x >> 2) % emu_jitter_us()));
+}
 inline void __syncthreads() {
+  emu_jitter();
   t_blk->bar->arrive_and_wait();
 }
 inline unsigned cluster_rank() {
@@ -141,6 +163,7 @@ inline unsigned cluster_size() {
   return g_cluster_size;
 }
 inline void cluster_sync() {
+  emu_jitter();
   g_cluster->bar->arrive_and_wait();
 }
 inline thread_local std::barrier<>::arrival_token* t_arrival = nullptr;
@@ -264,6 +287,7 @@ inline void cp_async16(unsigned dst, const void* src, int bytes) {
 }
 inline void cp_async_commit() {}
 inline void cp_async_wait_all() {
+  emu_jitter();
   for (auto& c : t_copies) std::memcpy(smem_at(c.dst, 16, 16, "cp.async"), c.data, 16);
   t_copies.clear();
 }

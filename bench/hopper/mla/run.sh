@@ -5,10 +5,13 @@
 # from the repository root with OUT set and the kopt bundle at .gpuwork/suite/bundle.
 #   base    kopt eval of the config: the baseline (MLA_SPLIT_MAX 8, pull combine in fp32, split
 #           P) against the reference on all 3 workloads, 2 seeds: correctness, median, SOL
-#   push    cand_push (MLA_PUSH 1): partials pushed into the owners' shared memory, one cluster
-#           barrier instead of two, combine from local shared memory
+#   best    cand_best (MLA_SPEC 1 + MLA_PUSH 1 + MLA_XCHG 1): all three changes below together
+#   spec    cand_spec (MLA_SPEC 1, plan passes ctx_len): the first KV tile is loaded for the
+#           guess o = seq * ctx_len before seq_lens arrives (reloaded when the guess is wrong)
 #   push16  cand_push16 (MLA_PUSH 1, MLA_XCHG 1): push with fp16 O / l partials (16 instead of
 #           32 DSMEM bytes per 8 columns)
+#   push    cand_push (MLA_PUSH 1): partials pushed into the owners' shared memory, one cluster
+#           barrier instead of two, combine from local shared memory
 #   xchg16  cand_xchg16 (MLA_XCHG 1): pull with fp16 partials
 #   split4  cand_split4 (clusters of at most 4: s1 / s2 run 2 tiles per block): the multi-tile
 #           path on the GPU, and whether 8 SMs per sequence beat 4
@@ -39,12 +42,14 @@ ev() {  # name seeds limit [--candidate FILE]
   timeout 5 python3 $W/summarize_eval.py $OUT/$n.json $role > $OUT/$n.txt 2>&1 < /dev/null
   el "$n rc=$rc (limit $t s): $(sed -n 2p $OUT/$n.txt | cut -c1-120)"
 }
-ev base 2 20
-ev push 1 10 --candidate $W/cand_push.json
-ev push16 1 10 --candidate $W/cand_push16.json
-ev xchg16 1 10 --candidate $W/cand_xchg16.json
-ev split4 1 10 --candidate $W/cand_split4.json
-ev psplit0 1 10 --candidate $W/cand_psplit0.json
-ev split1 1 10 --candidate $W/cand_split1.json
+ev base 2 16
+ev best 1 8 --candidate $W/cand_best.json
+ev spec 1 8 --candidate $W/cand_spec.json
+ev push16 1 8 --candidate $W/cand_push16.json
+ev push 1 8 --candidate $W/cand_push.json
+ev xchg16 1 8 --candidate $W/cand_xchg16.json
+ev split4 1 8 --candidate $W/cand_split4.json
+ev psplit0 1 8 --candidate $W/cand_psplit0.json
+ev split1 1 8 --candidate $W/cand_split1.json
 el done
 for f in $OUT/*.txt; do echo "== $f"; head -c 2000 $f; done
