@@ -52,12 +52,12 @@
 // not stored. A sequence of length 0 gives 0 / 0 (NaN), as the reference does.
 #include <cuda_bf16.h>
 
-#define MLA_DQK 576    // kv_lora_rank + qk_rope_head_dim
-#define MLA_DV 512     // kv_lora_rank
-#define MLA_HG 16      // heads per block: one m16 tile
-#define MLA_TILE 32    // latent rows per tile
+#define MLA_DQK 576  // kv_lora_rank + qk_rope_head_dim
+#define MLA_DV 512   // kv_lora_rank
+#define MLA_HG 16    // heads per block: one m16 tile
+#define MLA_TILE 32  // latent rows per tile
 #define MLA_THREADS 128
-#define MLA_CMAX 8     // largest cluster the combine handles (portable cluster size)
+#define MLA_CMAX 8                // largest cluster the combine handles (portable cluster size)
 #define MLA_CHUNKS (MLA_DQK / 8)  // 16-byte chunks per row: 72
 #ifndef MLA_XCHG
 // How the partials cross the cluster: 0 = unnormalised fp32 O (32 bytes per 8 columns);
@@ -87,16 +87,16 @@
 // Shared memory (bytes from the dynamic base, which is 16-aligned).
 #define MLA_ROW_B (MLA_DQK * 2 + 16)  // 1168: padded row stride of Q and KV
 #define MLA_SQ 0
-#define MLA_SKV (MLA_SQ + MLA_HG * MLA_ROW_B)        // 18688: KV tile; after the loop, O
-#define MLA_SS (MLA_SKV + MLA_TILE * MLA_ROW_B)      // 56064: 4 partial S tiles (fp32)
-#define MLA_S_STRIDE 40                              // floats per S row (pad: 2-way stores)
+#define MLA_SKV (MLA_SQ + MLA_HG * MLA_ROW_B)            // 18688: KV tile; after the loop, O
+#define MLA_SS (MLA_SKV + MLA_TILE * MLA_ROW_B)          // 56064: 4 partial S tiles (fp32)
+#define MLA_S_STRIDE 40                                  // floats per S row (pad: 2-way stores)
 #define MLA_SP (MLA_SS + 4 * MLA_HG * MLA_S_STRIDE * 4)  // 66304: P hi (bf16)
-#define MLA_P_STRIDE 80                              // bytes per P row (5 x 16: conflict-free)
-#define MLA_SPLO (MLA_SP + MLA_HG * MLA_P_STRIDE)    // 67584: P lo
-#define MLA_SALPHA (MLA_SPLO + MLA_HG * MLA_P_STRIDE)  // 68864: per-row rescale of O
-#define MLA_SML (MLA_SALPHA + MLA_HG * 4)            // 68928: per-row (max, sum)
-#define MLA_SMEM (MLA_SML + MLA_HG * 8)              // 69056 (the plan's shared_bytes)
-#define MLA_O_STRIDE 520                             // floats per O row (pad: 2-way stores)
+#define MLA_P_STRIDE 80                                  // bytes per P row (5 x 16: conflict-free)
+#define MLA_SPLO (MLA_SP + MLA_HG * MLA_P_STRIDE)        // 67584: P lo
+#define MLA_SALPHA (MLA_SPLO + MLA_HG * MLA_P_STRIDE)    // 68864: per-row rescale of O
+#define MLA_SML (MLA_SALPHA + MLA_HG * 4)                // 68928: per-row (max, sum)
+#define MLA_SMEM (MLA_SML + MLA_HG * 8)                  // 69056 (the plan's shared_bytes)
+#define MLA_O_STRIDE 520                                 // floats per O row (pad: 2-way stores)
 #define MLA_O16_STRIDE 1040  // bytes per fp16 O row (MLA_XCHG 1; 260 words: conflict-free)
 static_assert(MLA_SKV + MLA_HG * MLA_O_STRIDE * 4 <= MLA_SS, "O overlays the KV tile");
 // MLA_PUSH 1: receive buffers after MLA_SMEM (the plan adds 36864 bytes): partial O of every
@@ -274,13 +274,12 @@ __device__ __forceinline__ float bf_hi(unsigned u) {
 extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     mla_decode_baseline(const __nv_bfloat16* __restrict__ q,
                         const __nv_bfloat16* __restrict__ kv_cache,
-                        const int* __restrict__ seq_lens, __nv_bfloat16* __restrict__ out,
-                        int nhead
+                        const int* __restrict__ seq_lens, __nv_bfloat16* __restrict__ out, int nhead
 #if MLA_SPEC
                         ,
                         int ctx_len
 #endif
-                        ) {
+    ) {
 #ifdef KOPT_EMU
   unsigned char* const smem = emu_smem();
 #else
@@ -351,12 +350,12 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
 #if MLA_SPEC
     if (!(spec && t == rank))
 #endif
-    for (int c = tid; c < MLA_TILE * MLA_CHUNKS; c += MLA_THREADS) {
-      const int r = c / MLA_CHUNKS, k = c % MLA_CHUNKS;
-      const bool ok = p0 + r < len;
-      const __nv_bfloat16* src = ok ? kv_cache + (o + p0 + r) * MLA_DQK + k * 8 : kv_cache;
-      cp_async16(base + MLA_SKV + r * MLA_ROW_B + k * 16, src, ok ? 16 : 0);
-    }
+      for (int c = tid; c < MLA_TILE * MLA_CHUNKS; c += MLA_THREADS) {
+        const int r = c / MLA_CHUNKS, k = c % MLA_CHUNKS;
+        const bool ok = p0 + r < len;
+        const __nv_bfloat16* src = ok ? kv_cache + (o + p0 + r) * MLA_DQK + k * 8 : kv_cache;
+        cp_async16(base + MLA_SKV + r * MLA_ROW_B + k * 16, src, ok ? 16 : 0);
+      }
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads();
@@ -397,8 +396,8 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
       float x[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
-        const float4 v = lds_f4(base + MLA_SS +
-                                ((w * MLA_HG + srow) * MLA_S_STRIDE + 4 * ssub) * 4);
+        const float4 v =
+            lds_f4(base + MLA_SS + ((w * MLA_HG + srow) * MLA_S_STRIDE + 4 * ssub) * 4);
         x[0] += v.x, x[1] += v.y, x[2] += v.z, x[3] += v.w;
       }
       float mt = NEG_INF;
@@ -467,12 +466,14 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
   if (ssub == 0) sts_f2(base + MLA_SML + srow * 8, m_run, l_run);
   __syncthreads();  // the fragment rows g, g + 8 need their sums
   {
-    const float l0 = lds_f1(base + MLA_SML + g * 8 + 4), l1 = lds_f1(base + MLA_SML + (g + 8) * 8 + 4);
+    const float l0 = lds_f1(base + MLA_SML + g * 8 + 4),
+                l1 = lds_f1(base + MLA_SML + (g + 8) * 8 + 4);
     const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;  // 0: no tile
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int col = 128 * warp + 8 * j + 2 * tq;
-      sts_u1(base + MLA_SKV + g * MLA_O16_STRIDE + col * 2, pack_h2(acc[j][0] * i0, acc[j][1] * i0));
+      sts_u1(base + MLA_SKV + g * MLA_O16_STRIDE + col * 2,
+             pack_h2(acc[j][0] * i0, acc[j][1] * i0));
       sts_u1(base + MLA_SKV + (g + 8) * MLA_O16_STRIDE + col * 2,
              pack_h2(acc[j][2] * i1, acc[j][3] * i1));
     }
@@ -492,9 +493,9 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     // Rank r owns the 8-column groups [64 r / cs, 64 (r + 1) / cs) of every row; group cg
     // belongs to rank ((cg + 1) cs - 1) / 64. Consecutive threads take consecutive groups of a
     // row: the remote stores are contiguous 16-byte runs.
-    constexpr int kEsz = MLA_XCHG ? 2 : 4;  // bytes per staged element
+    constexpr int kEsz = MLA_XCHG ? 2 : 4;       // bytes per staged element
     const int wcols = ((64 + cs - 1) / cs) * 8;  // columns per receive row
-    cluster_wait();  // every block of the cluster has started
+    cluster_wait();                              // every block of the cluster has started
     for (int u = tid; u < MLA_HG * 64; u += MLA_THREADS) {
       const int row = u >> 6, cg = u & 63;
       if (h0 + row >= nhead) continue;  // no rank combines it

@@ -65,8 +65,7 @@ bool run(mla_case c) {
 #endif
     );
   });
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double worst = 0, max_abs = 0, max_ref = 0;
   long fails = 0, unwritten = 0, total = 0;
   long long o = 0;

@@ -1,15 +1,15 @@
 // A CPU model of the CUDA and PTX primitives that configs/bench/mla_decode_attention_baseline.cu
-// uses, clusters included, so that its kernel runs on the host (mla_emu.cpp). bench/hopper/emu/emu.h
-// runs one block at a time from global state; this kernel's blocks meet at cluster barriers and
-// read each other's shared memory, so here every block of a cluster runs at once (one std::thread
-// per CUDA thread), each with its own shared memory, barriers and operand slots. The operand
-// layouts of ldmatrix (x4, .trans) and mma.m16n8k16 are the PTX ISA's, as in emu.h; cp.async
-// copies read their source at issue and land at cp.async.wait_group 0 (reads before it see stale
-// bytes: shared memory starts as 0xFF bytes, NaN in bf16 and fp32). Every shared-memory access
-// (local and through mapa) is checked for alignment and bounds against the launch's dynamic
-// shared memory, which starts at shared address 16 (only 16-byte alignment of the base assumed).
-// A check of the kernel's indexing, synchronisation and control flow against this model, not of
-// the model against the hardware.
+// uses, clusters included, so that its kernel runs on the host (mla_emu.cpp).
+// bench/hopper/emu/emu.h runs one block at a time from global state; this kernel's blocks meet at
+// cluster barriers and read each other's shared memory, so here every block of a cluster runs at
+// once (one std::thread per CUDA thread), each with its own shared memory, barriers and operand
+// slots. The operand layouts of ldmatrix (x4, .trans) and mma.m16n8k16 are the PTX ISA's, as in
+// emu.h; cp.async copies read their source at issue and land at cp.async.wait_group 0 (reads before
+// it see stale bytes: shared memory starts as 0xFF bytes, NaN in bf16 and fp32). Every
+// shared-memory access (local and through mapa) is checked for alignment and bounds against the
+// launch's dynamic shared memory, which starts at shared address 16 (only 16-byte alignment of the
+// base assumed). A check of the kernel's indexing, synchronisation and control flow against this
+// model, not of the model against the hardware.
 #pragma once
 #include <algorithm>
 #include <barrier>
@@ -56,7 +56,8 @@ struct __nv_bfloat162 {
 inline uint16_t f2bf(float f) {  // round to nearest even (NaN kept as a NaN)
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>((u >> 16) | ((u & 0xffff) ? 0x40 : 0));
+  if ((u & 0x7f800000u) == 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | ((u & 0xffff) ? 0x40 : 0));
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
@@ -377,7 +378,8 @@ inline void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigne
 inline void launch_clusters(unsigned grid_x, unsigned cs, int threads, unsigned shared_bytes,
                             const std::function<void()>& body) {
   if (cs < 1 || grid_x % cs != 0 || threads % 32 != 0 || threads * cs > 8 * kMaxThreads) {
-    std::fprintf(stderr, "emu: bad launch (grid %u, cluster %u, %d threads)\n", grid_x, cs, threads);
+    std::fprintf(stderr, "emu: bad launch (grid %u, cluster %u, %d threads)\n", grid_x, cs,
+                 threads);
     std::abort();
   }
   gridDim = {grid_x, 1, 1};
