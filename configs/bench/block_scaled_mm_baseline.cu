@@ -50,7 +50,7 @@
 // Measured on H200 (2026-12-04, driver 580.159.04; docs/benchmarks.md, bench/suite/results/
 // 2026-12-04/): the config's default is now FP8 = 1, FP8_DB = 2, FP8_SMALL = 1 (every shape on the
 // e4m3 path below, split K for m = 237 / 349): correct on all 24 workloads, 26.2 % of the fp8 peak
-// weighted (`kopt kb lint --run`, 01:43 UTC), against 21.1 % for the f16 path (FP8 = 0, 01:20
+// weighted (`kopt kb lint --run`, 01:40 UTC), against 21.1 % for the f16 path (FP8 = 0, 01:20
 // UTC); same run against it: m = 349 16.6 against 30.6 us, m = 1024 19.4 against 35.1, m = 237
 // 22.8 against 36.9, m = 4533 72.6 against 93.2 (max abs error 0.011-0.013; up to 0.0184 at
 // k = 4096). The f16 path (FP8 = 0), as measured before:

@@ -64,9 +64,9 @@
 //   (s13, s19 not run), 5-14 % faster on d = 128. With UA_S_RS = 1 (2026-12-04 01:16 UTC):
 //   correct on all 25, the config's default since then (figures below).
 // Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
-// bench/suite/results/2026-12-04/): the config's default since 01:50 UTC (UA_WGMMA = 3,
+// bench/suite/results/2026-12-04/): the config's default since 01:40 UTC (UA_WGMMA = 3,
 // UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
-// light weighted (31.6 % in `kopt kb lint --run` at 01:47 UTC); against UA_HPAIR = 0 in the same
+// light weighted (31.6 % in `kopt kb lint --run` at 01:40 UTC); against UA_HPAIR = 0 in the same
 // run: s20 827.7 against 846.6 us, s21 106.6 against 110.8, s9 466.6 against 539.6, s0 128.0
 // against 144.9 (the 28 / 4-head shapes have an odd group and run as before). UA_PERSIST = 1
 // alone (01:16-01:20 UTC) is correct on all 25 workloads, 30.3 % of speed of light
