@@ -715,8 +715,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
           __threadfence();
           asm volatile("bar.sync 1, 256;" ::: "memory");
           if (ctid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + 4 * u + qt),
-                         "r"(epoch)
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + 4 * u + qt), "r"(epoch)
                          : "memory");
         } else {
 #pragma unroll

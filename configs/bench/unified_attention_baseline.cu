@@ -1306,7 +1306,8 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr int gt = 0;
   const unsigned sQw = sQ + wg * TB;
 #endif
-    const int wr0 = r0 + (pair ? 0 : 64 * wg);  // the warpgroup's first row (UA_HPAIR: of head h + wg)
+    // the warpgroup's first row (UA_HPAIR: of head h + wg)
+    const int wr0 = r0 + (pair ? 0 : 64 * wg);
     const int wrow_lo = wr0 + 16 * wl;
     const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
     float o[D / 2], sacc[BN / 2];
