@@ -1663,8 +1663,8 @@ __device__ __forceinline__ void attn_ws_small(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
     const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
-    const int* __restrict__ cu, int hq, int hkv, const int D, int max_blocks,
-    unsigned char* smem) {
+    const int* __restrict__ cu, int hq, int hkv, const int D, int max_blocks, unsigned char* smem,
+    long long qs_given = -1) {  // the sequence's first query row, or -1: read it from cu
   constexpr int DP = 80;  // padded head size: a 128-byte panel and a 32-byte tail panel
   constexpr int BM = 128, BN = UA_WS_BN, NS = UA_WS_NS;
   constexpr int CHP = DP / 8;       // 16-byte chunks of a padded row
@@ -1683,7 +1683,7 @@ __device__ __forceinline__ void attn_ws_small(
 #if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
 #endif
-  const long long qs = cu[seq];
+  const long long qs = qs_given >= 0 ? qs_given : cu[seq];
   const int hk = h / (hq / hkv);
   const int tid = threadIdx.x, lane = tid & 31;
   const int g = lane >> 2, tig = lane & 3;
@@ -2042,22 +2042,79 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 // UA_WS_SMALL = 2: d 64 / 72 / 80 (from 8 pages on) in a kernel of their own, so that
 // unified_attention_ws keeps the shipped machine code for d = 128 (with attn_ws_small inlined
 // beside attn_ws_d128, ptxas compiled the d = 128 path differently: s20 891 instead of 865 us,
-// s21 120 instead of 114, H200 2026-12-04). Needs a fourth launch in the plan (a candidate's
-// own plan: bench/hopper/uattn/small/cand_k4*.json); the other head sizes give it one block,
-// which returns.
+// s21 120 instead of 114, H200 2026-12-04). Candidate plans only (bench/hopper/uattn/small):
+// - num_seqs = 0 (cand_k4pp): a fourth launch after unified_attention_cu; the other head sizes
+//   give it one block, which returns (measured: 2.0-3.2 us more on every other workload).
+// - num_seqs > 0 (cand_k3pp): this kernel replaces unified_attention_cu as the plan's first
+//   launch, so the plan keeps three launches: block (0, 0, 0) writes the prefix sums cu[] (and
+//   UA_PERSIST's counters) as unified_attention_cu does, with its 384 threads, for the launches
+//   after it; a block of d <= 80 work sums seqused_k before its own sequence itself (the other
+//   blocks of this launch cannot wait for block 0). Scratch: the first 4 KiB of the dynamic
+//   shared memory (the plan gives 4096 bytes where there is no d <= 80 work).
 extern "C" __global__ void __launch_bounds__(384, 1)
     unified_attention_ws_small(const __nv_bfloat16* __restrict__ q,
                                const __nv_bfloat16* __restrict__ k_cache,
                                const __nv_bfloat16* __restrict__ v_cache,
                                const int* __restrict__ seqused_k,
                                const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
-                               const int* __restrict__ cu, int num_query_heads, int num_kv_heads,
-                               int head_size, int block_size, int max_blocks) {
+                               int* __restrict__ cu, int num_query_heads, int num_kv_heads,
+                               int head_size, int block_size, int max_blocks, int num_seqs) {
   extern __shared__ __align__(128) unsigned char smem[];
-  if (block_size != 16 || max_blocks < 10) return;
-  if (head_size == 64 || head_size == 72 || head_size == 80)
+  const bool work = block_size == 16 && max_blocks >= 10 &&
+                    (head_size == 64 || head_size == 72 || head_size == 80);
+  long long qs = -1;
+  if (num_seqs > 0) {
+    const int t = threadIdx.x;
+    const unsigned part = smem_u32(smem);  // 384 ints of scratch
+    if (blockIdx.x + blockIdx.y + blockIdx.z == 0) {
+      int* c = cu;
+#if UA_PERSIST  // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
+      if (t == 0) {
+        c[0] = 0;
+        c[1] = num_seqs;
+        c[2] = 0;
+        c[3] = 0;
+      }
+      c += 4;
+#endif
+      // unified_attention_cu's scan with 384 threads: contiguous runs, then Hillis-Steele
+      const int per = (num_seqs + 383) / 384;
+      const int b = t * per, e = min(num_seqs, b + per);
+      int sum = 0;
+      for (int i = b; i < e; ++i) sum += seqused_k[i];
+      sts32(part + 4 * t, static_cast<unsigned>(sum));
+      __syncthreads();
+      for (int off = 1; off < 384; off *= 2) {
+        const int v = t >= off ? static_cast<int>(lds32(part + 4 * (t - off))) : 0;
+        __syncthreads();
+        sts32(part + 4 * t, lds32(part + 4 * t) + static_cast<unsigned>(v));
+        __syncthreads();
+      }
+      int run = t == 0 ? 0 : static_cast<int>(lds32(part + 4 * (t - 1)));
+      for (int i = b; i < e; ++i) {
+        c[i] = run;
+        run += seqused_k[i];
+      }
+      if (t == 383) c[num_seqs] = static_cast<int>(lds32(part + 4 * 383));
+      __syncthreads();  // the scratch is read: the barriers of attn_ws_small may go there
+    }
+    if (!work) return;
+    // this block's sequence start: a tree sum of seqused_k[0 .. seq) over the 384 threads
+    const int seq = blockIdx.z;
+    int sum = 0;
+    for (int i = t; i < seq; i += 384) sum += seqused_k[i];
+    sts32(part + 4 * t, static_cast<unsigned>(sum));
+    __syncthreads();
+    for (int n = 256; n > 0; n >>= 1) {  // 384 = 256 + 128: fold the top 128 in first
+      if (t < n && t + n < 384) sts32(part + 4 * t, lds32(part + 4 * t) + lds32(part + 4 * (t + n)));
+      __syncthreads();
+    }
+    qs = static_cast<int>(lds32(part));
+    __syncthreads();
+  }
+  if (work)
     attn_ws_small(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
-                  num_kv_heads, head_size, max_blocks, smem);
+                  num_kv_heads, head_size, max_blocks, smem, qs);
 }
 #endif
 

@@ -112,13 +112,28 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
     grid = {std::min(items, ge ? static_cast<unsigned>(std::atoi(ge)) : 132u), 1, 1};
   }
 #endif
-#if UA_WS_SMALL == 2  // its own kernel
-  if (d <= 80 && ws_path(d, mb))
-    launch(grid, 384, kUaWsSmallShared, [&] {
+#if UA_WS_SMALL == 2  // its own kernel unified_attention_ws_small. UA_EMU_K3 set: the three-
+  // launch plan (cand_k3pp), in which it runs first with num_seqs and writes the prefix sums
+  // itself (compared with the host's), then the kernel of the head size reads them
+  const bool k3 = std::getenv("UA_EMU_K3") != nullptr, small = d <= 80 && ws_path(d, mb);
+  if (k3) {
+    std::vector<int> cuk(cu.size(), -7);  // not zero: every entry must be written
+    launch(small ? grid : dim3e{1, 1, 1}, 384, small ? kUaWsSmallShared : 4096u, [&] {
       unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
-                                 out.data(), cu.data(), hq, hkv, d, 16, mb);
+                                 out.data(), cuk.data(), hq, hkv, d, 16, mb, n);
     });
-  else
+    if (cuk != cu) {
+      std::printf("unified_attention_ws_small: the prefix sums it wrote differ from the host's\n");
+      return false;
+    }
+  }
+  if (small) {
+    if (!k3)
+      launch(grid, 384, kUaWsSmallShared, [&] {
+        unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
+                                   out.data(), cu.data(), hq, hkv, d, 16, mb, 0);
+      });
+  } else
 #endif
   if (ws_path(d, mb))  // the warp-specialized kernel (the plan's fa2 launch returns)
     launch(grid, 384, d <= 80 ? kUaWsSmallShared : kUaWsShared, [&] {
