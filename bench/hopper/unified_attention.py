@@ -3,7 +3,11 @@
 machine, on the workloads of configs/bench/unified_attention.json.
 
     python3 bench/hopper/unified_attention.py [--src FILE] [--variants NAME=-DX=1,...] [--only ID,...]
-                                              [--check-rows N] [--no-sdpa] [--out FILE]
+                                              [--check-rows N] [--no-sdpa] [--sdpa-check] [--out FILE]
+
+`--variants none --sdpa-check` runs PyTorch alone: SDPA with bf16 inputs (P rounded to bf16, as
+FlashAttention does) and with fp32 inputs, each checked under the config's tolerance like the
+kernel, then timed.
 
 CuPy compiles the baseline .cu with NVRTC for sm_90a (as kopt's worker
 does) once per variant (a variant is a set of -D defines); torch makes the
@@ -125,13 +129,39 @@ def check(x, out, rows, atol, rtol):
     return worst, fails, total
 
 
-def sdpa_fn(x):
+def sdpa_fn(x, fp32=False):
+    """PyTorch SDPA on dense KV (no paging: optimistic for PyTorch); fp32=True upcasts q, k, v, so
+    that P is not rounded to bf16 (what a user who needs this config's tolerance would run)."""
     n, L, hq, hkv, d = x["n"], x["L"], x["hq"], x["hkv"], x["d"]
     q = x["q"].view(n, L, hq, d).transpose(1, 2)
     k = dense_kv(x, x["kc"]).transpose(1, 2).contiguous()
     v = dense_kv(x, x["vc"]).transpose(1, 2).contiguous()
+    if fp32:
+        q, k, v = q.float(), k.float(), v.float()
     f = torch.nn.functional.scaled_dot_product_attention
     return lambda: f(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def sdpa_rows(x, w, flops, rows_checked, atol, rtol):
+    """SDPA in bf16 and in fp32 as subjects of their own: output checked like ours, then timed."""
+    n, L, hq, d = x["n"], x["L"], x["hq"], x["d"]
+    res = []
+    for name, fp32 in (("sdpa_bf16", False), ("sdpa_fp32", True)):
+        r = dict(variant=name, workload=w["id"], weight=w["weight"])
+        try:
+            fn = sdpa_fn(x, fp32)
+            o = fn().transpose(1, 2).reshape(n * L, hq, d).bfloat16()
+            worst, fails, total = check(x, o, rows_checked, atol, rtol)
+            del o
+            t = triton.testing.do_bench(fn, return_mode="median")
+            r.update(worst_over_tol=round(worst, 4), fails=fails, checked=total, ms=round(t, 5),
+                     sol=round(flops / t / 1e-3 / PEAK, 4))
+        except Exception as ex:  # out of memory, or no backend for the combination
+            r.update(error=str(ex)[:300])
+        print(json.dumps(r), flush=True)
+        res.append(r)
+        torch.cuda.empty_cache()
+    return res
 
 
 def main():
@@ -142,6 +172,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--check-rows", type=int, default=256)
     ap.add_argument("--no-sdpa", action="store_true")
+    ap.add_argument("--sdpa-check", action="store_true",
+                    help="also check SDPA's output (bf16 and fp32 inputs) under the config's tolerance")
     ap.add_argument("--no-check", default="", help="variants to time only")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
@@ -150,8 +182,8 @@ def main():
     cfg = json.load(open(a.config))
     atol, rtol = cfg["tolerance"]["atol"], cfg["tolerance"]["rtol"]
     only = a.only.split(",") if a.only else None  # run in this order (the heaviest first)
-    variants = []
-    for v in a.variants.split(";"):
+    variants = []  # --variants none: PyTorch only (with --sdpa-check)
+    for v in ([] if a.variants == "none" else a.variants.split(";")):
         name, _, defs = v.partition("=")
         variants.append((name, [d for d in defs.split(",") if d]))
     fns = {}
@@ -176,6 +208,8 @@ def main():
             except Exception as ex:
                 tt = None
                 print(json.dumps(dict(workload=w["id"], sdpa_error=str(ex)[:300])), flush=True)
+        if a.sdpa_check:
+            rows += sdpa_rows(x, w, flops, a.check_rows, atol, rtol)
         for name, defs in variants:
             if name not in fns:
                 continue
@@ -209,6 +243,13 @@ def main():
             s["sdpa_weighted_sol"] = round(sum(r["weight"] * r["sdpa_sol"] for r in rs) / wsum, 4)
         s["all_pass"] = all(r.get("fails", 0) == 0 and r.get("worst_over_tol", 0) < 1 for r in rs if "fails" in r)
         print(json.dumps(dict(summary=s)), flush=True)
+    for name in ("sdpa_bf16", "sdpa_fp32"):
+        rs = [r for r in rows if r["variant"] == name and "sol" in r]
+        if rs:
+            wsum = sum(r["weight"] for r in rs)
+            print(json.dumps(dict(summary=dict(variant=name, workloads=len(rs),
+                                               weighted_sol=round(sum(r["weight"] * r["sol"] for r in rs) / wsum, 4),
+                                               all_pass=all(r["fails"] == 0 for r in rs)))), flush=True)
     if a.out:
         json.dump(rows, open(a.out, "w"), indent=1)
 

@@ -61,7 +61,8 @@
 //   to 1024 tokens and the one-item grid above (see attn_ws_d128). First GPU run (2026-12-03
 //   17:34 UTC): both crashed with a misaligned address (the item slots' st.shared.v4, fixed);
 //   after the fix (18:21 UTC, with UA_S_RS = 0 on both sides): correct on 23 of 25 workloads
-//   (s13, s19 not run), 5-14 % faster on d = 128; with UA_S_RS = 1 not yet run.
+//   (s13, s19 not run), 5-14 % faster on d = 128. With UA_S_RS = 1 (2026-12-04 01:16 UTC):
+//   correct on all 25, the config's default since then (figures below).
 // - UA_WS_SMALL (default 0 = d 64 / 72 / 80 on the mma.sync path above): 1 runs them on the
 //   warp-specialized kernel too (attn_ws_small: d padded to 80 as a 128-byte-swizzled panel plus
 //   a 32-byte-swizzled tail panel, 128-key tiles, UA_WS_PP = 1 the consumers' ping-pong), inside
@@ -72,9 +73,19 @@
 //   on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 / 6429,
 //   but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles attn_ws_d128
 //   differently beside it.
-// Measured on H200 (2026-12-03 17:42 UTC, driver 580.159.04, kopt eval --seeds 1,
-// docs/benchmarks.md): the config's default (UA_WGMMA = 3 with UA_S_RS = 1) is correct on all
-// 25 workloads, 29.0 % of speed of light weighted; s20 859 us (38.2 %), s21 113.2 us, against
+// Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
+// bench/suite/results/2026-12-04/): the config's default since 01:40 UTC (UA_WGMMA = 3,
+// UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
+// light weighted (31.6 % in `kopt kb lint --run` at 01:40 UTC); against UA_HPAIR = 0 in the same
+// run: s20 827.7 against 846.6 us, s21 106.6 against 110.8, s9 466.6 against 539.6, s0 128.0
+// against 144.9 (the 28 / 4-head shapes have an odd group and run as before). UA_PERSIST = 1
+// alone (01:16-01:20 UTC) is correct on all 25 workloads, 30.3 % of speed of light
+// weighted; against UA_PERSIST = 0 in the same run s20 844.4 against 857.5 us, s21 110.4
+// against 112.5, the 256-token batches 12-16 % faster (s9 542.6 against 624.8 us, s13 5054
+// against 5853), the one-item-per-block shapes s3 / s7 / s23 2-8 % slower (12.5 / 36.0 / 16.0
+// against 11.6 / 35.3 / 15.1 us). Before (2026-12-03 17:42 UTC), UA_WGMMA = 3 with
+// UA_S_RS = 1 and UA_PERSIST = 0: correct on all 25 workloads, 29.0 % of speed of light
+// weighted; s20 859 us (38.2 %), s21 113.2 us, against
 // 922 and 118.4 us for UA_S_RS = 0 on the same day (UA_S_RS = 0 on 2026-12-02 11:51 UTC:
 // correct on all 25, 27.7 % weighted, s20 918 us). The previous default (UA_WGMMA = 2, two
 // wgmma warpgroups without a producer) took 1227 us on s20 (22.2 % weighted, 07:19 UTC); the
@@ -871,6 +882,28 @@ __device__ __forceinline__ void attn_wgmma_d128(
 //   unified_attention_cu before it still starts at 0; unified_attention_cu also zeroes them.
 // - The producer keeps its 40 registers: no integer division in its loop (thread 0 decodes),
 //   one block-table load per two rows of a tile (32-bit cache rows).
+//
+// UA_HPAIR = 1 (head pairs; UA_PERSIST = 1, and only where hq / hkv is even, else as above):
+// - Why: with 128 rows of one head, warpgroup 0's rows end 64 before the item's last key tile,
+//   so it computes that tile fully masked (P = 0), and the diagonal tiles of both warpgroups
+//   are half masked: on a 256-token sequence the items compute 12 warpgroup-tiles (64 rows x 64
+//   keys) per head where the causal triangle needs about 8. With items of 64 rows of heads h and
+//   h + 1 (the same KV head, so one K / V stream still serves both warpgroups), both warpgroups
+//   see the same rows, stop at the same tile, and a head takes 10 warpgroup-tiles (s20, 6294
+//   tokens: 5100 against 4950, 3 % less).
+// - Item i = (head pair i % (hq / 2), 64-row q tile ny - 1 - (i / (hq / 2)) % ny, sequence):
+//   pairs fastest, so the pairs of one KV head run side by side as the heads did; the slot's h
+//   is the pair's first head; Q row i of the block is row r0 + i % 64 of head h + i / 64.
+#ifndef UA_HPAIR
+// 1 (with UA_PERSIST = 1; the config's default since 2026-12-04): where hq / hkv is even, a work
+// item is 64 query rows of two heads that
+// share a KV head (warpgroup w takes head h + w) instead of 128 rows of one head, see
+// attn_ws_d128; 0: 128 rows of one head (warpgroup w takes rows 64 w ..)
+#define UA_HPAIR 0
+#endif
+#if UA_HPAIR && UA_PERSIST != 1
+#error "UA_HPAIR needs UA_PERSIST = 1 (the items come from the persistent blocks' counter)"
+#endif
 #ifndef UA_NS
 // K / V ring stages of the warp-specialized path (32 KiB each)
 #define UA_NS 3
@@ -1054,6 +1087,13 @@ __device__ __forceinline__ void attn_ws_d128(
   const unsigned sR = sQ + 4 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0, bt_row = 0;  // the producer's 40 regs
   long long qs = 0;
+#if UA_HPAIR
+  const bool pair = ((hq / hkv) & 1) == 0;
+  const int QT = pair ? 64 : BM;  // query rows of an item (per head)
+#else
+  constexpr bool pair = false;
+  constexpr int QT = BM;
+#endif
   auto decode = [&](const uint4& it) {  // the slot's item
     h = static_cast<int>(it.x);
     hk = static_cast<int>(it.y);
@@ -1062,7 +1102,7 @@ __device__ __forceinline__ void attn_ws_d128(
     len = seqused_k[seq];
     qs = cus[seq];
     bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
-    ntiles = (min(len, r0 + BM) + BN - 1) / BN;
+    ntiles = (min(len, r0 + QT) + BN - 1) / BN;
   };
   if (tid == 0) {
     for (int b = 0; b < 2; ++b) {
@@ -1094,6 +1134,7 @@ __device__ __forceinline__ void attn_ws_d128(
   const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
   const unsigned sR = sQ + 2 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   const long long bt_row = static_cast<long long>(seq) * max_blocks;
+  constexpr bool pair = false;
   const int kend = min(len, r0 + BM);
   const int ntiles = (kend + BN - 1) / BN;
   if (tid == 0) {
@@ -1137,8 +1178,15 @@ __device__ __forceinline__ void attn_ws_d128(
       const unsigned bQb = bQ + 8 * qb, sQb = sQ + qb * 2 * TB;
       if (it >= 2) mbar_wait(bQE + 8 * qb, ((it >> 1) - 1) & 1);  // item it - 2 written out
       if (tid == 0) {  // the next item with rows (every one in the benchmark's shapes)
+#if UA_HPAIR
+        // ceil(seq_len / QT): max_blocks - 2 = ceil(seq_len / 16); head units of a q tile
+        const int ny = pair ? (max_blocks + 1) >> 2 : (max_blocks + 5) >> 3;
+        const int hu = pair ? hq >> 1 : hq;
+#else
         const int ny = (max_blocks + 5) >> 3;  // ceil(seq_len / 128): max_blocks - 2 = ceil(/ 16)
-        const int nitems = hq * ny * cu[1];
+        const int hu = hq;
+#endif
+        const int nitems = hu * ny * cu[1];
         // a grid of one block per item (the plan's choice for long sequences at UA_PERSIST = 2):
         // block b takes item b (the one-item grid's order) and no other, without the counter
         int next = gridDim.x * gridDim.y * gridDim.z == nitems && it == 0
@@ -1149,10 +1197,10 @@ __device__ __forceinline__ void attn_ws_d128(
           item = gridDim.x * gridDim.y * gridDim.z == nitems ? next
                                                              : atomicAdd(const_cast<int*>(cu), 1);
           next = nitems;
-          sq = item / (hq * ny);
-          rq = (ny - 1 - (item / hq) % ny) * BM;
+          sq = item / (hu * ny);
+          rq = (ny - 1 - (item / hu) % ny) * QT;
         } while (item < nitems && rq >= seqused_k[sq]);
-        const int hh = item % hq;  // h = -1: no more work
+        const int hh = pair ? 2 * (item % hu) : item % hu;  // h = -1: no more work
         sts128(s_item + 16 * qb, make_uint4(item < nitems ? hh : -1, hh / (hq / hkv), rq, sq));
       }
       bar_sync_n(7, 128);  // the producer warpgroup reads the slot
@@ -1177,10 +1225,21 @@ __device__ __forceinline__ void attn_ws_d128(
 #endif
 #pragma unroll
       for (int i = 0; i < BM / 8; ++i) {  // Q: block row rr + 8 i, warpgroup (rr + 8 i) / 64
+#if UA_HPAIR
+        // (rr < 8, so row / 64 = i / 8 is known at compile time: the head offset and the row
+        // fold into the unrolled copies; written with row & 63 and row >> 6, they spilled the
+        // producer's 40 registers)
+        const int row = rr + 8 * i, r = r0 + rr + 8 * (pair ? i & 7 : i);
+        const bool ok = r < len;
+        cp_async16(sQb + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
+                   ok ? q + ((qs + r) * hq + h + (pair && i >= 8 ? 1 : 0)) * D + cc * 8 : q,
+                   ok ? 16 : 0);
+#else
         const int row = rr + 8 * i, r = r0 + row;
         const bool ok = r < len;
         cp_async16(sQb + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
                    ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
+#endif
       }
       cp_async_mbar_arrive(bQb);
       if (UA_PERSIST) mbar_arrive_if(bQb, tid == 0);  // after the slot's store (release)
@@ -1264,7 +1323,9 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr int gt = 0;
   const unsigned sQw = sQ + wg * TB;
 #endif
-    const int wrow_lo = r0 + 64 * wg + 16 * wl;
+    // the warpgroup's first row (UA_HPAIR: of head h + wg)
+    const int wr0 = r0 + (pair ? 0 : 64 * wg);
+    const int wrow_lo = wr0 + 16 * wl;
     const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
     float o[D / 2], sacc[BN / 2];
 #pragma unroll
@@ -1523,10 +1584,10 @@ __device__ __forceinline__ void attn_ws_d128(
     }
     __syncwarp();
     for (int c = lane; c < 16 * CH; c += 32) {
-      const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
+      const int row = 16 * wl + c / CH, ch = c % CH, r = wr0 + row;
       if (r >= len) continue;
       const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
-      *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+      *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h + (pair ? wg : 0)) * D + ch * 8) = v;
     }
 #if UA_PERSIST
     __syncwarp();  // the warp's staged rows are read: the Q buffer may take item it + 2

@@ -11,7 +11,8 @@
 // warpgroups sharing the K / V tiles; the 40-token sequence leaves the upper
 // warpgroup without rows) and UA_WGMMA=3 (the warp-specialized kernel
 // unified_attention_ws: producer warpgroup, mbarrier ring, ping-pong named barriers), and
-// once more with UA_PERSIST=1 (that kernel persistent: work counter, double-buffered Q).
+// once more with UA_PERSIST=1 (that kernel persistent: work counter, double-buffered Q), and
+// with UA_HPAIR=1 as well (items of 64 rows of two heads that share a KV head).
 #define UA_EMU_NO_MAIN
 #include <gtest/gtest.h>
 

@@ -7,7 +7,8 @@
 // GPU (see emu.h).
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
-//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1] [-fsanitize=alignment -fno-sanitize-recover=alignment] \
+//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1 [-DUA_HPAIR=1]] \
+//   [-fsanitize=alignment -fno-sanitize-recover=alignment] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
 //
 // (emu.h checks the alignment and bounds of every shared-memory access against the plan's
