@@ -67,8 +67,9 @@
 //   warp-specialized kernel too (attn_ws_small: d padded to 80 as a 128-byte-swizzled panel plus
 //   a 32-byte-swizzled tail panel, 128-key tiles, UA_WS_PP = 1 the consumers' ping-pong), inside
 //   unified_attention_ws, from 113 tokens on (the plan's rule); 2 puts it in a kernel of its own,
-//   unified_attention_ws_small (a fourth launch, candidate plans only), which leaves
-//   unified_attention_ws's machine code as shipped. Measured (H200, 2026-12-04 01:30 UTC, kopt
+//   unified_attention_ws_small, which leaves unified_attention_ws's machine code as shipped
+//   (candidate plans in bench/hopper/uattn/small: a fourth launch, or the first launch in place of
+//   unified_attention_cu, writing the prefix sums itself). Measured (H200, 2026-12-04 01:30 UTC, kopt
 //   eval --seeds 1, bench/hopper/uattn/small/NOTES.md): UA_WS_SMALL = 1 with UA_WS_PP = 1 correct
 //   on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 / 6429,
 //   but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles attn_ws_d128
