@@ -7,7 +7,7 @@ set -eu
 H=$(cd "$(dirname "$0")" && pwd); T=$(git -C "$H" rev-parse --show-toplevel); ROOT=${1:-$PWD}
 P=$ROOT/.gpuwork/uasmall
 rm -rf "$P"; mkdir -p "$P"
-cp "$H/run.sh" "$T/bench/hopper/summarize_eval.py" "$P/"
+cp "$H/run.sh" "$H/README.txt" "$T/bench/hopper/summarize_eval.py" "$P/"
 cp -r "$T/configs" "$P/configs"
 for c in "$H"/cand_*.json; do
   sed 's#"\.\./\.\./\.\./\.\./configs/bench/#"configs/bench/#' "$c" > "$P/$(basename "$c")"
