@@ -63,6 +63,17 @@
 //   after the fix (18:21 UTC, with UA_S_RS = 0 on both sides): correct on 23 of 25 workloads
 //   (s13, s19 not run), 5-14 % faster on d = 128. With UA_S_RS = 1 (2026-12-04 01:16 UTC):
 //   correct on all 25, the config's default since then (figures below).
+// - UA_WS_SMALL (default 0 = d 64 / 72 / 80 on the mma.sync path above): 1 runs them on the
+//   warp-specialized kernel too (attn_ws_small: d padded to 80 as a 128-byte-swizzled panel plus
+//   a 32-byte-swizzled tail panel, 128-key tiles, UA_WS_PP = 1 the consumers' ping-pong), inside
+//   unified_attention_ws, from 113 tokens on (the plan's rule); 2 puts it in a kernel of its own,
+//   unified_attention_ws_small, which leaves unified_attention_ws's machine code as shipped
+//   (candidate plans in bench/hopper/uattn/small: a fourth launch, or the first launch in place of
+//   unified_attention_cu, writing the prefix sums itself). Measured (H200, 2026-12-04 01:30 UTC, kopt
+//   eval --seeds 1, bench/hopper/uattn/small/NOTES.md): UA_WS_SMALL = 1 with UA_WS_PP = 1 correct
+//   on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 / 6429,
+//   but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles attn_ws_d128
+//   differently beside it.
 // Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
 // bench/suite/results/2026-12-04/): the config's default since 01:40 UTC (UA_WGMMA = 3,
 // UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
@@ -172,6 +183,13 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 // 1: the warp-specialized d = 128 kernel is persistent (grid min(132, work items), items taken
 // from a counter in the workspace, see attn_ws_d128); 0: one block per (head, q tile, sequence)
 #define UA_PERSIST 0
+#endif
+#ifndef UA_WS_SMALL
+// 1: d 64 / 72 / 80 on the warp-specialized kernel unified_attention_ws (attn_ws_small; the plan
+// routes them there from 8 pages on); 2: the same in a kernel of its own,
+// unified_attention_ws_small (a fourth launch; unified_attention_ws then keeps its d = 128 code);
+// 0: on unified_attention_fa2 (mma.sync)
+#define UA_WS_SMALL 0
 #endif
 #ifndef UA_WGMMA
 // d = 128 on 1: wgmma, one warpgroup of 64 rows per block (attn_wgmma_d128<1>); 2: wgmma,
@@ -1580,6 +1598,431 @@ __device__ __forceinline__ void attn_ws_d128(
 #endif
 }
 
+#if UA_WS_SMALL
+// ------------------------------------------------------------------------------------------
+// d = 64, 72, 80, warp-specialized (UA_WS_SMALL = 1; kernel unified_attention_ws, 384 threads,
+// the plan's grid (hq, ceil(seq_len / 128), sequences) as at d = 128): attn_ws_d128's design
+// (producer warpgroup with cp.async on full / empty mbarriers through the 16-row page table,
+// two consumer warpgroups of 64 query rows, S = Q K^T with Q's A fragments in registers (RS),
+// P = bf16 hi + lo with two P V products per tile, S_t issued before P_{t-1} V_{t-1} so the
+// softmax of tile t runs under the P V of tile t - 1, causal masking on the tiles that cross
+// the diagonal or the sequence end), with:
+// - Head size padded to DP = 16 ceil(d / 16) (72 -> 80). A 64- (or BN-) row operand tile (Q of
+//   a warpgroup, K_t, V_t) holds columns 0 .. 63 in one panel of 128-byte rows with the 128-byte
+//   swizzle (16-byte chunk c of row r at c ^ (r % 8)) and, for DP = 80, columns 64 .. 79 in a
+//   tail panel of 32-byte rows with the 32-byte swizzle (chunk c of row r at c ^ ((r / 4) % 2);
+//   descriptor layout type 3), the layout that bench/hopper/afwd/attention_forward_ws.cu
+//   measured correct on the H200. S's fifth k16 step reads the tail panels (K-major, SBO 256);
+//   P V is one n64 wgmma on V's first panel plus one n16 on its tail (MN-major, SBO 256). d = 72's
+//   pad columns 72 .. 79 are zeroed once in Q and in every ring tile (no cp.async writes them),
+//   so S is exact; O's pad columns are never stored.
+// - UA_WS_BN keys per tile (128: S as m64n128k16; 64: m64n64k16): at these head sizes a tile's
+//   tensor work is small against the per-tile chain of the consumer (barrier waits, the S
+//   latency, the row max, the exponentials, the P split, the O rescale), so larger tiles halve
+//   the chain's fixed part per key (bench/hopper/afwd/NOTES.md: 128-key tiles looked ~20 %
+//   faster at d = 72 there). Registers at 128: O 40 + S 64 + P_{t-1} hi / lo 64 + Q 20 per
+//   consumer thread, under the 232 of setmaxnreg.
+// - UA_WS_PP = 1: the two consumer warpgroups take turns issuing their wgmma (named barriers 1
+//   and 2), so one warpgroup's softmax runs under the other's MMAs (FA3's ping-pong; measured
+//   faster at d = 72 in bench/hopper/afwd, slower at d = 128 here).
+// - Producer: per tile, one block-table load per 16-row page for the 128-byte panels (thread t
+//   copies chunk t % 8 of rows t / 8 + 16 i, all in page i of the tile) and one or two for the
+//   tail chunks; 32-bit cache rows (block * 16 + row) so the 40 registers hold.
+#ifndef UA_WS_BN
+#define UA_WS_BN 128
+#endif
+#ifndef UA_WS_NS
+// ring stages (a K and a V tile of UA_WS_BN x DP bf16 each)
+#define UA_WS_NS 3
+#endif
+#ifndef UA_WS_PP
+// 1: the consumers' ping-pong (measured faster at d 72 / 80: s5 1057 against 1198 us at 0)
+#define UA_WS_PP 1
+#endif
+#ifndef UA_WS_PREG
+// registers of the producer warpgroup (setmaxnreg.dec) and of the consumers (.inc), 40 / 232 as
+// at d = 128. Measured (H200, 2026-12-04 01:25 UTC): with 72 / 216 here, attn_ws_d128 in the same
+// kernel took 135.4 instead of 113.6 us on s21 (no spills either way): ptxas seems to compile
+// every region of the kernel for the smallest count that any setmaxnreg of it names, so the
+// two paths must name the same ones
+#define UA_WS_PREG 40
+#endif
+#ifndef UA_WS_CREG
+#define UA_WS_CREG 232
+#endif
+static_assert(UA_WS_BN == 64 || UA_WS_BN == 128, "UA_WS_BN: 64 or 128");
+static_assert(UA_WS_PREG * 128 + UA_WS_CREG * 256 <= 168 * 384, "setmaxnreg: the launch's registers");
+
+#ifndef KOPT_EMU
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4],
+                                                    unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+// O += P V on the first 64 columns (V MN-major, imm-trans-b = 1) and on the 16-column tail.
+__device__ __forceinline__ void wgmma_m64n64k16_rs_t(float* d, const unsigned (&a)[4],
+                                                     unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void wgmma_m64n16k16_rs_t(float* d, const unsigned (&a)[4],
+                                                     unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#endif  // KOPT_EMU
+
+// Shared-memory matrix descriptor; lbo / sbo in bytes; mode 1 = 128-byte swizzle, 3 = 32-byte.
+__device__ __forceinline__ unsigned long long ws_desc(unsigned addr, unsigned lbo, unsigned sbo,
+                                                      unsigned mode) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | ((unsigned long long)mode << 62);
+}
+// Byte offset of 16-byte chunk c (columns 8c .. 8c + 7) of row r of a ROWS-row tile: chunks
+// 0 .. 7 in the 128-byte-swizzled panel, 8 and 9 (DP = 80) in the 32-byte-swizzled tail panel.
+template <int ROWS>
+__device__ __forceinline__ unsigned ws_chunk_off(int r, int c) {
+  if (c < 8) return r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  return ROWS * 128 + r * 32 + (((c - 8) ^ ((r >> 2) & 1)) << 4);
+}
+
+// One instance for the three head sizes (D at run time, DP = 80; d = 64 zero-pads 16 columns
+// too, the cost of its one short workload): with two template instances in the kernel ptxas
+// spilled 12 bytes whatever the producer's register count, with one it spills none.
+__device__ __forceinline__ void attn_ws_small(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
+    const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+    const int* __restrict__ cu, int hq, int hkv, const int D, int max_blocks, unsigned char* smem,
+    long long qs_given = -1) {  // the sequence's first query row, or -1: read it from cu
+  constexpr int DP = 80;  // padded head size: a 128-byte panel and a 32-byte tail panel
+  constexpr int BM = 128, BN = UA_WS_BN, NS = UA_WS_NS;
+  constexpr int CHP = DP / 8;       // 16-byte chunks of a padded row
+  constexpr int KS = DP / 16;       // k16 steps of S
+  constexpr int NO = DP / 2;        // O accumulator registers per thread
+  constexpr int TBQ = 64 * DP * 2;  // bytes of one warpgroup's Q tile
+  constexpr int TB = BN * DP * 2;   // bytes of one K or V tile
+  static_assert(1024 + 2 * TBQ + 2 * NS * TB <= 232448, "shared memory: fewer stages or keys");
+  const int CH = D >> 3;  // real 16-byte chunks of a row (8, 9, 10)
+  const int CT = CH - 8;  // ... of its tail (0, 1, 2)
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
+  const int len = seqused_k[seq];
+  const int r0 = qt * BM;
+  if (r0 >= len) return;  // uniform across the block
+#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+  cu += 4;
+#endif
+  const long long qs = qs_given >= 0 ? qs_given : cu[seq];
+  const int hk = h / (hq / hkv);
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  // Barriers (8 bytes each) at the start: fullQ, fullK[NS], fullV[NS], empty[NS]; then Q of
+  // both consumer warpgroups and the ring, 1024-aligned (the plan adds the slack).
+  const unsigned base = smem_u32(smem);
+  const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
+  const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
+  const unsigned sR = sQ + 2 * TBQ;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
+  const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
+  if (tid == 0) {
+    mbar_init(bQ, 128);
+    for (int s = 0; s < NS; ++s) {
+      mbar_init(bK + 8 * s, 128);
+      mbar_init(bV + 8 * s, 128);
+      mbar_init(bE + 8 * s, 8);
+    }
+    mbar_init_fence();
+  }
+  if (CH < CHP) {  // zero the pad chunks (d 64: columns 64 .. 79, d 72: 72 .. 79) of every tile
+    for (int row = tid; row < BM + 2 * NS * BN; row += 384)  // once: no cp.async writes them
+      for (int c = CH; c < CHP; ++c)
+        sts128(row < BM ? sQ + (row >> 6) * TBQ + ws_chunk_off<64>(row & 63, c)
+                        : sR + (row - BM) / BN * TB + ws_chunk_off<BN>((row - BM) % BN, c),
+               make_uint4(0u, 0u, 0u, 0u));
+    fence_proxy_async();  // generic stores, read by wgmma (async proxy)
+  }
+  __syncthreads();
+
+  if (tid < 128) {  // the producer warpgroup
+    setmaxnreg_dec<UA_WS_PREG>();
+    // 128-byte panels: thread t copies chunk t % 8 of rows t / 8 + 16 i (of a K / V tile: page
+    // i); the swizzled position depends on the row only through r % 8 = (t / 8) % 8. The tail
+    // chunks: c = t + 128 i (i < 2, c < rows x CT) is row c / CT, chunk 8 + c % CT (the same
+    // chunk in every pass).
+    const int cc = tid & 7, rr = tid >> 3;
+    const unsigned dst_off = rr * 128 + ((cc ^ (rr & 7)) << 4);
+    const int tch = CT == 2 ? tid & 1 : 0;  // the thread's tail chunk - 8
+    auto trow_of = [&](int i) { return CT == 2 ? (tid >> 1) + 64 * i : tid + 128 * i; };
+#pragma unroll
+    for (int i = 0; i < BM / 16; ++i) {  // Q: 128 rows (warpgroup row / 64's tile)
+      const int row = rr + 16 * i, r = r0 + row;
+      const bool ok = r < len;
+      cp_async16(sQ + (row >> 6) * TBQ + ws_chunk_off<64>(row & 63, cc),
+                 ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = trow_of(i), r = r0 + row;
+      if (tid + 128 * i >= BM * CT) break;
+      const bool ok = r < len;
+      cp_async16(sQ + (row >> 6) * TBQ + ws_chunk_off<64>(row & 63, 8 + tch),
+                 ok ? q + ((qs + r) * hq + h) * D + (8 + tch) * 8 : q, ok ? 16 : 0);
+    }
+    cp_async_mbar_arrive(bQ);
+    // K / V element (cache row cr, chunk cc of head hk) at kh / vh + cr * rs, the tail chunk
+    // tdel further: one 32 x 32 -> 64-bit multiply-add per copy, 32-bit cache rows (64-bit
+    // element offsets per copy spilled the producer)
+    constexpr int NTL = BN * 2 / 128;  // tail passes at d = 80
+    const __nv_bfloat16* const kh = k_cache + hk * D + cc * 8;
+    const __nv_bfloat16* const vh = v_cache + hk * D + cc * 8;
+    const int rs = hkv * D, tdel = (8 + tch - cc) * 8;
+#pragma unroll 1
+    for (int t = 0; t < ntiles; ++t) {
+      const int s = t % NS;
+      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
+      const int j0 = t * BN;
+      // Page i of the tile holds rows rr + 16 i; cache row (block * 16 + row in block) 0 (a
+      // valid address, copied as 0 bytes: zero fill) past the sequence end. The block-table
+      // entries are read again for V (L1 hits): holding them across both copies spilled the
+      // producer's 40 registers.
+      const int nv = len - j0 - rr;  // row rr + 16 i exists when 16 i < nv
+      const unsigned dk = sR + 2 * s * TB;
+      auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
+#pragma unroll
+        for (int i = 0; i < BN / 16; ++i) {
+          const int cr = 16 * i < nv ? block_table[bt_row + ((j0 + 16 * i) >> 4)] * 16 + rr : 0;
+          cp_async16(dst + dst_off + i * 16 * 128, src + static_cast<long long>(cr) * rs,
+                     16 * i < nv ? 16 : 0);
+        }
+#pragma unroll
+        for (int i = 0; i < NTL; ++i) {
+          if (tid + 128 * i >= BN * CT) break;
+          const int row = trow_of(i), j = j0 + row;
+          const int cr = j < len ? block_table[bt_row + (j >> 4)] * 16 + (j & 15) : 0;
+          cp_async16(dst + ws_chunk_off<BN>(row, 8 + tch),
+                     src + (static_cast<long long>(cr) * rs + tdel), j < len ? 16 : 0);
+        }
+      };
+      copy_tile(kh, dk);
+      cp_async_mbar_arrive(bK + 8 * s);
+      copy_tile(vh, dk + TB);
+      cp_async_mbar_arrive(bV + 8 * s);
+    }
+    return;
+  }
+
+  setmaxnreg_inc<UA_WS_CREG>();
+  const int ct = tid - 128, wg = ct >> 7, wl = (ct >> 5) & 3;
+  const unsigned sQw = sQ + wg * TBQ;
+  const int wrow_lo = r0 + 64 * wg + 16 * wl;
+  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+  float o[NO], sacc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < NO; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+#pragma unroll
+  for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  // P V of the V tile at va: per 16 keys (2048 bytes of the first panel, 512 of the tail), lo
+  // then hi, one n64 on the first panel [+ one n16 on the tail]
+  auto pv_issue = [&](unsigned va) {
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj) {
+      const unsigned long long dv = ws_desc(va, BN * 128, 1024, 1) + kj * (2048 >> 4);
+      if (UA_P_SPLIT) wgmma_m64n64k16_rs_t(o, pl[kj], dv);
+      wgmma_m64n64k16_rs_t(o, ph[kj], dv);
+      {
+        const unsigned long long dt = ws_desc(va + BN * 128, 32, 256, 3) + kj * (512 >> 4);
+        if (UA_P_SPLIT) wgmma_m64n16k16_rs_t(o + 32, pl[kj], dt);
+        wgmma_m64n16k16_rs_t(o + 32, ph[kj], dt);
+      }
+    }
+  };
+  mbar_wait(bQ, 0);
+  unsigned qf[KS][4];  // Q's A fragments (rows 16 wl .. of the warpgroup, k16 step kk)
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk)
+    ldsm_x4(sQw + ws_chunk_off<64>(16 * wl + (lane & 15), 2 * kk + (lane >> 4)), qf[kk]);
+  if (UA_WS_PP) bar_arrive_if(1, 256, wg == 1);  // warpgroup 0 issues first
+  // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
+  for (int t = 0; t < ntiles; ++t) {
+    const bool do_pv = t > 0;
+    const int s = t % NS, sp = (t + NS - 1) % NS;
+    mbar_wait(bK + 8 * s, (t / NS) & 1);
+    if (do_pv) mbar_wait(bV + 8 * sp, ((t - 1) / NS) & 1);
+    fence_proxy_async();  // the cp.async (generic proxy) writes, before wgmma reads them
+    if (UA_WS_PP) bar_sync_n(1 + wg, 256);
+    const unsigned ka = sR + 2 * s * TB, va = sR + (2 * sp + 1) * TB;
+    fence_uregs<4 * KS>(&qf[0][0]);
+    fence_regs<NO>(o);
+    fence_regs<BN / 2>(sacc);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      // k16 step kk: 32 bytes into the 128-byte panel's rows, or the tail panel (kk = 4)
+      const unsigned long long dk = kk < 4 ? ws_desc(ka, 16, 1024, 1) + 2 * kk
+                                           : ws_desc(ka + BN * 128, 16, 256, 3);
+      if (BN == 128)
+        wgmma_m64n128k16_rs(sacc, qf[kk], dk, kk > 0);
+      else
+        wgmma_m64n64k16_rs(sacc, qf[kk], dk, kk > 0);
+    }
+    wgmma_commit();
+    if (do_pv) {
+      wgmma_fence();
+      pv_issue(va);
+      wgmma_commit();
+    }
+    if (do_pv)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    fence_regs<BN / 2>(sacc);
+    if (UA_WS_PP) bar_arrive_n(2 - wg, 256);  // the other warpgroup's turn, S_t done
+    const int t0 = t * BN;
+    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = wrow_lo + g + (e >> 1) * 8;
+          const int j = t0 + n * 8 + 2 * tig + (e & 1);
+          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+        }
+    }
+    unsigned nh[BN / 16][4], nl[BN / 16][4];
+    float corr[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = m[hf];
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+      m[hf] = mx;
+      const float moff = mx * sl2;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+        sum += p0 + p1;
+        const unsigned hi = pack_bf162(p0, p1);
+        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+        nh[n >> 1][(n & 1) * 2 + hf] = hi;
+        nl[n >> 1][(n & 1) * 2 + hf] =
+            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+      }
+      l[hf] = l[hf] * corr[hf] + sum;
+    }
+    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+    fence_regs<NO>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+#pragma unroll
+    for (int d = 0; d < DP / 8; ++d) {
+      o[4 * d] *= corr[0];
+      o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1];
+      o[4 * d + 3] *= corr[1];
+    }
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ph[kj][e] = nh[kj][e];
+        pl[kj][e] = nl[kj][e];
+      }
+    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+      __syncwarp();
+      mbar_arrive_if(bE + 8 * sp, lane == 0);
+    }
+  }
+  {  // the last P V
+    const int sp = (ntiles - 1) % NS;
+    mbar_wait(bV + 8 * sp, ((ntiles - 1) / NS) & 1);
+    fence_proxy_async();
+    if (UA_WS_PP) bar_sync_n(1 + wg, 256);
+    const unsigned va = sR + (2 * sp + 1) * TB;
+    fence_regs<NO>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+    pv_issue(va);
+    wgmma_commit();
+    if (UA_WS_PP) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
+    wgmma_wait<0>();
+    fence_regs<NO>(o);
+  }
+
+  // The warpgroup's Q tile (read only by its own warps' ldmatrix, long done) stages the output
+  // in the same chunk layout; each warp writes and reads its own 16 rows.
+  bar_sync_n(3 + wg, 128);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = l[hf];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int row = 16 * wl + g + hf * 8;
+#pragma unroll
+    for (int d = 0; d < DP / 8; ++d) {
+      __nv_bfloat162 v =
+          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      sts32(sQw + ws_chunk_off<64>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+    }
+  }
+  __syncwarp();
+  for (int c = lane; c < 16 * CH; c += 32) {
+    const int row = 16 * wl + c / CH, ch = c - (c / CH) * CH, r = r0 + 64 * wg + row;
+    if (r >= len) continue;
+    const uint4 v = lds128(sQw + ws_chunk_off<64>(row, ch));
+    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+  }
+}
+#endif  // UA_WS_SMALL
+
 // 256 threads: the two-warpgroup wgmma path (UA_WGMMA = 2); every other path
 // runs 128 (THREADS). The register cap (255) is the same as (128, 2)'s.
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -1592,6 +2035,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                           int max_blocks) {
   extern __shared__ __align__(128) unsigned char smem[];
   if (block_size != 16) return;
+#if UA_WS_SMALL  // unified_attention_ws takes d <= 80 from 8 pages on (the plan's rule; max_blocks
+  if (head_size <= 80 && max_blocks >= 10) return;  // = ceil(seq_len / 16) + 2)
+#endif
 #if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
 #endif
@@ -1640,10 +2086,99 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                          int num_query_heads, int num_kv_heads, int head_size, int block_size,
                          int max_blocks) {
   extern __shared__ __align__(128) unsigned char smem[];
+#if UA_WS_SMALL == 1  // d 64 / 72 / 80 (attn_ws_small) when seq_len > 112 (max_blocks =
+  // ceil(seq_len / 16) + 2 >= 10; the plan's rule): below, unified_attention_fa2 is faster (s15,
+  // 7 tokens: 11.6 us there, 12.7 here; H200, 2026-12-04)
+  if (block_size != 16) return;
+  if ((head_size == 64 || head_size == 72 || head_size == 80) && max_blocks >= 10)
+    attn_ws_small(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                  num_kv_heads, head_size, max_blocks, smem);
+  if (head_size <= 80) return;
+#endif
   if (UA_WGMMA != 3 || head_size != 128 || block_size != 16) return;
   attn_ws_d128(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads, num_kv_heads,
                max_blocks, smem);
 }
+
+#if UA_WS_SMALL == 2
+// UA_WS_SMALL = 2: d 64 / 72 / 80 (from 8 pages on) in a kernel of their own, so that
+// unified_attention_ws keeps the shipped machine code for d = 128 (with attn_ws_small inlined
+// beside attn_ws_d128, ptxas compiled the d = 128 path differently: s20 891 instead of 865 us,
+// s21 120 instead of 114, H200 2026-12-04). Candidate plans only (bench/hopper/uattn/small):
+// - num_seqs = 0 (cand_k4pp): a fourth launch after unified_attention_cu; the other head sizes
+//   give it one block, which returns (measured: 2.0-3.2 us more on every other workload).
+// - num_seqs > 0 (cand_k3pp): this kernel replaces unified_attention_cu as the plan's first
+//   launch, so the plan keeps three launches: block (0, 0, 0) writes the prefix sums cu[] (and
+//   UA_PERSIST's counters) as unified_attention_cu does, with its 384 threads, for the launches
+//   after it; a block of d <= 80 work sums seqused_k before its own sequence itself (the other
+//   blocks of this launch cannot wait for block 0). Scratch: the first 4 KiB of the dynamic
+//   shared memory (the plan gives 4096 bytes where there is no d <= 80 work).
+extern "C" __global__ void __launch_bounds__(384, 1)
+    unified_attention_ws_small(const __nv_bfloat16* __restrict__ q,
+                               const __nv_bfloat16* __restrict__ k_cache,
+                               const __nv_bfloat16* __restrict__ v_cache,
+                               const int* __restrict__ seqused_k,
+                               const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+                               int* __restrict__ cu, int num_query_heads, int num_kv_heads,
+                               int head_size, int block_size, int max_blocks, int num_seqs) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const bool work = block_size == 16 && max_blocks >= 10 &&
+                    (head_size == 64 || head_size == 72 || head_size == 80);
+  long long qs = -1;
+  if (num_seqs > 0) {
+    const int t = threadIdx.x;
+    const unsigned part = smem_u32(smem);  // 384 ints of scratch
+    if (blockIdx.x + blockIdx.y + blockIdx.z == 0) {
+      int* c = cu;
+#if UA_PERSIST  // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
+      if (t == 0) {
+        c[0] = 0;
+        c[1] = num_seqs;
+        c[2] = 0;
+        c[3] = 0;
+      }
+      c += 4;
+#endif
+      // unified_attention_cu's scan with 384 threads: contiguous runs, then Hillis-Steele
+      const int per = (num_seqs + 383) / 384;
+      const int b = t * per, e = min(num_seqs, b + per);
+      int sum = 0;
+      for (int i = b; i < e; ++i) sum += seqused_k[i];
+      sts32(part + 4 * t, static_cast<unsigned>(sum));
+      __syncthreads();
+      for (int off = 1; off < 384; off *= 2) {
+        const int v = t >= off ? static_cast<int>(lds32(part + 4 * (t - off))) : 0;
+        __syncthreads();
+        sts32(part + 4 * t, lds32(part + 4 * t) + static_cast<unsigned>(v));
+        __syncthreads();
+      }
+      int run = t == 0 ? 0 : static_cast<int>(lds32(part + 4 * (t - 1)));
+      for (int i = b; i < e; ++i) {
+        c[i] = run;
+        run += seqused_k[i];
+      }
+      if (t == 383) c[num_seqs] = static_cast<int>(lds32(part + 4 * 383));
+      __syncthreads();  // the scratch is read: the barriers of attn_ws_small may go there
+    }
+    if (!work) return;
+    // this block's sequence start: a tree sum of seqused_k[0 .. seq) over the 384 threads
+    const int seq = blockIdx.z;
+    int sum = 0;
+    for (int i = t; i < seq; i += 384) sum += seqused_k[i];
+    sts32(part + 4 * t, static_cast<unsigned>(sum));
+    __syncthreads();
+    for (int n = 256; n > 0; n >>= 1) {  // 384 = 256 + 128: fold the top 128 in first
+      if (t < n && t + n < 384) sts32(part + 4 * t, lds32(part + 4 * t) + lds32(part + 4 * (t + n)));
+      __syncthreads();
+    }
+    qs = static_cast<int>(lds32(part));
+    __syncthreads();
+  }
+  if (work)
+    attn_ws_small(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                  num_kv_heads, head_size, max_blocks, smem, qs);
+}
+#endif
 
 // attention_forward (configs/bench/attention_forward.json): bidirectional
 // attention over one packed sequence, q, k, v [seq_len, heads, head_dim], no

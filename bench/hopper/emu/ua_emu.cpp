@@ -40,6 +40,18 @@ unsigned ua_fa2_shared(int hs) {
          one_128 * (UA_WGMMA % 2 * 14336 + UA_WGMMA / 2 * 31744);
 }
 constexpr unsigned kUaWsShared = 133120 + 32768 * std::min(1, UA_PERSIST);
+#if UA_WS_SMALL  // d 64 / 72 / 80 on unified_attention_ws (attn_ws_small): 2 KiB of barriers and
+// alignment slack, Q 2 x 64 x 80 bf16, UA_WS_NS stages of a K and a V tile of UA_WS_BN x 80
+constexpr unsigned kUaWsSmallShared = 22528 + 320 * UA_WS_NS * UA_WS_BN;
+#else
+constexpr unsigned kUaWsSmallShared = 0;
+#endif
+// The kernel the plan runs for head size d and max_blocks mb (ceil(seq_len / 16) + 2): the
+// warp-specialized one (d = 128 at UA_WGMMA = 3; d <= 80 at UA_WS_SMALL from mb = 10 on), else
+// unified_attention_fa2 (the other launch gets one block, which returns).
+bool ws_path(int d, int mb) {
+  return (UA_WGMMA == 3 && d == 128) || (UA_WS_SMALL && d <= 80 && mb >= 10);
+}
 unsigned af_fa2_shared(int hd) {
   return (256 + 128 * std::min(1, 127 / hd)) * (32 * ((hd + 15) / 16) + 16);
 }
@@ -87,7 +99,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   std::vector<int> cu(n + 1, 0);
   for (int i = 0; i < n; ++i) cu[i + 1] = cu[i] + lens[i];
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
-  const bool wg = UA_WGMMA && d == 128;
+  const bool wg = (UA_WGMMA && d == 128) || ws_path(d, mb);
   const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
   dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
              static_cast<unsigned>(n)};
@@ -101,8 +113,31 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
     grid = {std::min(items, ge ? static_cast<unsigned>(std::atoi(ge)) : 132u), 1, 1};
   }
 #endif
-  if (UA_WGMMA == 3 && d == 128)  // the warp-specialized kernel (the plan's fa2 launch returns)
-    launch(grid, 384, kUaWsShared, [&] {
+#if UA_WS_SMALL == 2  // its own kernel unified_attention_ws_small. UA_EMU_K3 set: the three-
+  // launch plan (cand_k3pp), in which it runs first with num_seqs and writes the prefix sums
+  // itself (compared with the host's), then the kernel of the head size reads them
+  const bool k3 = std::getenv("UA_EMU_K3") != nullptr, small = d <= 80 && ws_path(d, mb);
+  if (k3) {
+    std::vector<int> cuk(cu.size(), -7);  // not zero: every entry must be written
+    launch(small ? grid : dim3e{1, 1, 1}, 384, small ? kUaWsSmallShared : 4096u, [&] {
+      unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
+                                 out.data(), cuk.data(), hq, hkv, d, 16, mb, n);
+    });
+    if (cuk != cu) {
+      std::printf("unified_attention_ws_small: the prefix sums it wrote differ from the host's\n");
+      return false;
+    }
+  }
+  if (small) {
+    if (!k3)
+      launch(grid, 384, kUaWsSmallShared, [&] {
+        unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
+                                   out.data(), cu.data(), hq, hkv, d, 16, mb, 0);
+      });
+  } else
+#endif
+  if (ws_path(d, mb))  // the warp-specialized kernel (the plan's fa2 launch returns)
+    launch(grid, 384, d <= 80 ? kUaWsSmallShared : kUaWsShared, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                            cu.data(), hq, hkv, d, 16, mb);
     });
@@ -159,7 +194,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
     }
   std::string name = "unified d" + std::to_string(d) + " hq" + std::to_string(hq) + "/" +
                      std::to_string(hkv) +
-                     (wg ? (UA_WGMMA == 3   ? " wgmma ws"
+                     (wg ? (ws_path(d, mb)  ? " wgmma ws"
                             : UA_WGMMA == 2 ? " wgmma x2"
                                             : " wgmma")
                          : " mma.sync") +
@@ -208,6 +243,23 @@ bool run_forward(int len, int heads, int d, unsigned seed) {
 
 }  // namespace
 
+// UA_WS_SMALL: causal paged cases for d 64 / 72 / 80 on the warp-specialized kernel: several
+// sequences per launch, lengths that are not multiples of the 64-row warpgroup or the 128-row
+// block or the key tile, 1-token sequences, GQA, and enough tiles for the ring to wrap.
+bool run_small_cases() {
+  bool ok = true;
+  ok &= run_unified({300, 129, 1, 64}, 4, 2, 72, 31);
+  ok &= run_unified({257, 200, 7}, 2, 1, 80, 32);
+  ok &= run_unified({130, 65, 7, 128}, 3, 3, 64, 33);
+  ok &= run_unified({700}, 1, 1, 72, 34);
+  ok &= run_unified({450, 16}, 2, 1, 80, 35);
+  ok &= run_unified({113, 50}, 2, 2, 64, 36);  // 8 pages: the first length on this kernel
+  ok &= run_unified({112, 7}, 2, 1, 72, 37);   // 7 pages: unified_attention_fa2 (mma.sync)
+  ok &= run_unified({7}, 2, 2, 64, 38);
+  ok &= run_unified({200, 77}, 4, 2, 128, 1);  // the d = 128 kernel in the same build
+  return ok;
+}
+
 // level 0: small cases (the CTest, tests/cli/bench_baseline_emu_test.cpp), 1: the d 128 case
 // of level 2 only (--quick), 2: every case.
 bool run_cases(int level) {
@@ -227,6 +279,7 @@ bool run_cases(int level) {
   ok &= run_unified({1, 16}, 2, 1, 80, 5);
   ok &= run_forward(150, 2, 72, 6);
   ok &= run_forward(70, 1, 128, 7);
+  if (UA_WS_SMALL) ok &= run_small_cases();
   return ok;
 }
 
@@ -251,6 +304,17 @@ int main(int argc, char** argv) {
     }
     const int hq = argc > 3 ? std::atoi(argv[3]) : 1, hkv = argc > 4 ? std::atoi(argv[4]) : 1;
     return run_unified(lens, hq, hkv, 128, 22) ? 0 : 1;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--small") return run_small_cases() ? 0 : 1;
+  if (argc > 3 && std::string(argv[1]) == "--dlens") {  // --dlens D L1,L2,... [hq hkv]
+    std::vector<int> lens;
+    for (const char* c = argv[3]; *c;) {
+      char* e;
+      lens.push_back(static_cast<int>(std::strtol(c, &e, 10)));
+      c = *e ? e + 1 : e;
+    }
+    const int hq = argc > 4 ? std::atoi(argv[4]) : 1, hkv = argc > 5 ? std::atoi(argv[5]) : 1;
+    return run_unified(lens, hq, hkv, std::atoi(argv[2]), 23) ? 0 : 1;
   }
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   return run_cases(quick ? 1 : 2) ? 0 : 1;
