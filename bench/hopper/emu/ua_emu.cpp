@@ -269,6 +269,15 @@ bool run_cases(int level) {
     ok &= run_unified({70}, 2, 2, 72, 12);
     ok &= run_unified({40, 9}, 1, 1, 256, 13);
     ok &= run_forward(90, 1, 72, 14);
+#if UA_WS_SMALL  // d 72 long enough for the warp-specialized small-d kernel
+    ok &= run_unified({257, 40}, 2, 1, 72, 16);
+#if UA_WS_SMALL == 2  // and the three-launch plan, whose first launch writes the prefix sums
+    setenv("UA_EMU_K3", "1", 1);
+    ok &= run_unified({257, 40}, 2, 1, 72, 17);
+    ok &= run_unified({150, 40}, 2, 1, 128, 18);
+    unsetenv("UA_EMU_K3");
+#endif
+#endif
     return ok;
   }
   ok &= run_unified({200, 77}, 4, 2, 128, 1);
