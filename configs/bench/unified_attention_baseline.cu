@@ -73,9 +73,12 @@
 //   eval --seeds 1, bench/hopper/uattn/small/NOTES.md): UA_WS_SMALL = 1 with UA_WS_PP = 1 correct
 //   on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 / 6429,
 //   but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles attn_ws_d128
-//   differently beside it.
+//   differently beside it. UA_WS_SMALL = 2 in the three-launch plan (the config's since
+//   2026-12-04 02:20 UTC; bench/suite/results/2026-12-04/uasmall/): correct on all 25, 32.5 % of
+//   speed of light weighted; same run against the previous default: s5 1058.2 against 1537.5 us,
+//   s6 4566 / 6662, s22 4337 / 6372, the others unchanged (s20 821.3 / 821.4, s15 11.1 / 11.5).
 // Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
-// bench/suite/results/2026-12-04/): the config's default since 01:40 UTC (UA_WGMMA = 3,
+// bench/suite/results/2026-12-04/): the config's default from 01:40 to 02:20 UTC (UA_WGMMA = 3,
 // UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
 // light weighted (31.6 % in `kopt kb lint --run` at 01:40 UTC); against UA_HPAIR = 0 in the same
 // run: s20 827.7 against 846.6 us, s21 106.6 against 110.8, s9 466.6 against 539.6, s0 128.0
