@@ -86,6 +86,14 @@
 // seq_lens round trip (a DRAM latency after kopt's L2 flush) off the critical path.
 #define MLA_SPEC 0
 #endif
+#ifndef MLA_ILP
+// 1: the MMA loops reordered for instruction-level parallelism (all asm here is volatile, so
+// the source order is the issue order): Q K^T loads the next k16 step's fragments before the
+// current step's MMAs and alternates two accumulator sets (dependent MMAs 8 apart instead of
+// 4); P V loads the 8 V fragments of a k16 step first, then the 16 hi MMAs, then the 16 lo
+// MMAs (dependent MMAs 16 apart instead of back to back). 0: the first version's loops.
+#define MLA_ILP 0
+#endif
 #ifndef MLA_P_SPLIT
 // 1: P as bf16 hi + lo (two P V MMAs); 0: one bf16 P (ablation for the emulator's error figures)
 #define MLA_P_SPLIT 1
@@ -368,6 +376,42 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
     __syncthreads();
 
     // Partial S of depth [144 warp, 144 warp + 144): 9 k16 steps x 4 n8 tiles.
+#if MLA_ILP
+    float s[4][4], s2[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f, s2[j][e] = 0.f;
+    {
+      unsigned fa[2][4], fb[2][8];
+      auto load_qk = [&](int kk, unsigned(&a)[4], unsigned(&b)[8]) {
+        const int d0 = warp * 144 + kk * 16;
+        ldsm_x4(base + MLA_SQ + (lane & 15) * MLA_ROW_B + (d0 + 8 * (lane >> 4)) * 2, a);
+#pragma unroll
+        for (int jp = 0; jp < 2; ++jp) {
+          unsigned r[4];
+          ldsm_x4(base + MLA_SKV + (16 * jp + 8 * (lane >> 4) + (lane & 7)) * MLA_ROW_B +
+                      (d0 + 8 * ((lane >> 3) & 1)) * 2,
+                  r);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) b[4 * jp + i] = r[i];
+        }
+      };
+      load_qk(0, fa[0], fb[0]);
+#pragma unroll
+      for (int kk = 0; kk < 9; ++kk) {
+        const int c = kk & 1;
+        if (kk + 1 < 9) load_qk(kk + 1, fa[c ^ 1], fb[c ^ 1]);
+        float(&sa)[4][4] = c ? s2 : s;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_bf16(sa[j], fa[c], fb[c][2 * j], fb[c][2 * j + 1]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] += s2[j][e];
+#else
     float s[4][4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -388,6 +432,7 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
         mma_bf16(s[2 * jp + 1], a, b[2], b[3]);
       }
     }
+#endif
     {
       const unsigned sw = base + MLA_SS + warp * (MLA_HG * MLA_S_STRIDE * 4);
 #pragma unroll
@@ -451,6 +496,25 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
         const unsigned pa = (lane & 15) * MLA_P_STRIDE + (16 * kk + 8 * (lane >> 4)) * 2;
         ldsm_x4(base + MLA_SP + pa, ph);
         ldsm_x4(base + MLA_SPLO + pa, pl);
+#if MLA_ILP
+        unsigned b[8][4];
+#pragma unroll
+        for (int jp = 0; jp < 8; ++jp)
+          ldsm_x4_t(base + MLA_SKV + (16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)) * MLA_ROW_B +
+                        (128 * warp + 16 * jp + 8 * (lane >> 4)) * 2,
+                    b[jp]);
+#pragma unroll
+        for (int jp = 0; jp < 8; ++jp) {
+          mma_bf16(acc[2 * jp], ph, b[jp][0], b[jp][1]);
+          mma_bf16(acc[2 * jp + 1], ph, b[jp][2], b[jp][3]);
+        }
+        if (MLA_P_SPLIT)
+#pragma unroll
+          for (int jp = 0; jp < 8; ++jp) {
+            mma_bf16(acc[2 * jp], pl, b[jp][0], b[jp][1]);
+            mma_bf16(acc[2 * jp + 1], pl, b[jp][2], b[jp][3]);
+          }
+#else
 #pragma unroll
         for (int jp = 0; jp < 8; ++jp) {
           unsigned b[4];
@@ -462,6 +526,7 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
           mma_bf16(acc[2 * jp + 1], ph, b[2], b[3]);
           if (MLA_P_SPLIT) mma_bf16(acc[2 * jp + 1], pl, b[2], b[3]);
         }
+#endif
       }
     }
     __syncthreads();  // the next tile's copies overwrite the KV tile and P

@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     all &= run(c);
     ++ran;
   }
-  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d, MLA_SPEC %d)\n",
-              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH, MLA_SPEC);
+  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d, MLA_SPEC %d, MLA_ILP %d)\n",
+              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH, MLA_SPEC,
+              MLA_ILP);
   return all && ran ? 0 : 1;
 }
