@@ -9,6 +9,10 @@
 #   ilp     cand_ilp: the default + MLA_ILP 1 (the MMA loops reordered: Q K^T fragments loaded
 #           one k16 step ahead with two accumulator sets, P V's 8 V fragments of a k16 step
 #           loaded first, then the hi and lo MMA passes; 186 registers, 0 spills)
+#   ilp_bulk cand_ilp_bulk: ilp + MLA_BULK 1 (Q and KV rows by cp.async.bulk, one 1152-byte copy
+#           per row from warp 0, completing on an mbarrier, instead of 27 16-byte cp.async per
+#           thread; 180 registers)
+#   bulk    cand_bulk: the default + MLA_BULK 1 (154 registers)
 #   ilp_p0  cand_ilp_psplit0: ilp with one bf16 P (what the lo pass costs once the loop is
 #           reordered; one bf16 P reached 0.70 of the tolerance on s0 in the emulator)
 # Each step under a hard limit; a step that would not fit in 58 s is skipped and logged.
@@ -36,6 +40,8 @@ ev() {  # name seeds limit [--candidate FILE]
 }
 ev base 2 16
 ev ilp 2 12 --candidate $W/cand_ilp.json
-ev ilp_p0 1 10 --candidate $W/cand_ilp_psplit0.json
+ev ilp_bulk 2 12 --candidate $W/cand_ilp_bulk.json
+ev bulk 1 10 --candidate $W/cand_bulk.json
+ev ilp_p0 1 8 --candidate $W/cand_ilp_psplit0.json
 el done
 for f in $OUT/*.txt; do echo "== $f"; head -c 2000 $f; done
