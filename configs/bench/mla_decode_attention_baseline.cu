@@ -86,6 +86,20 @@
 // seq_lens round trip (a DRAM latency after kopt's L2 flush) off the critical path.
 #define MLA_SPEC 0
 #endif
+#ifndef MLA_ILP
+// 1: the MMA loops reordered for instruction-level parallelism (all asm here is volatile, so
+// the source order is the issue order): Q K^T loads the next k16 step's fragments before the
+// current step's MMAs and alternates two accumulator sets (dependent MMAs 8 apart instead of
+// 4); P V loads the 8 V fragments of a k16 step first, then the 16 hi MMAs, then the 16 lo
+// MMAs (dependent MMAs 16 apart instead of back to back). 0: the first version's loops.
+#define MLA_ILP 0
+#endif
+#ifndef MLA_BULK
+// 1: Q and KV rows arrive by cp.async.bulk (one 1152-byte copy per row, issued by warp 0,
+// completing on an mbarrier) instead of 27 16-byte cp.async per thread; rows without a copy
+// (past the sequence end or nhead) are zeroed by st.shared. 0: cp.async.
+#define MLA_BULK 0
+#endif
 #ifndef MLA_P_SPLIT
 // 1: P as bf16 hi + lo (two P V MMAs); 0: one bf16 P (ablation for the emulator's error figures)
 #define MLA_P_SPLIT 1
@@ -111,6 +125,8 @@ static_assert(MLA_SKV + MLA_HG * MLA_O_STRIDE * 4 <= MLA_SS, "O overlays the KV 
 // bytes, cs = 7), then (max, sum) [q][16 rows] (1024 bytes).
 #define MLA_SR MLA_SMEM
 #define MLA_SRML (MLA_SR + 35840)
+// MLA_BULK 1: the mbarrier after everything else (the plan adds 16 bytes)
+#define MLA_SBAR (MLA_SMEM + MLA_PUSH * 36864)
 
 // The PTX primitives. KOPT_EMU (bench/hopper/mla/mla_emu.cpp) replaces them
 // with a CPU model of their semantics, clusters included, to run this kernel
@@ -211,6 +227,45 @@ __device__ __forceinline__ float2 ld_dsmem_f2(unsigned caddr) {
                : "memory");
   return v;
 }
+__device__ __forceinline__ void sts_u4(unsigned addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// the initialised mbarrier is visible to the async proxy (the bulk copies' complete_tx)
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// generic-proxy accesses of shared memory before it are ordered before later async-proxy ones
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_g2s(unsigned dst, const void* src, unsigned bytes,
+                                         unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
 __device__ __forceinline__ float2 lds_f2(unsigned addr) {
   float2 v;
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
@@ -306,6 +361,68 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
   cluster_arrive_relaxed();  // waited for before the first remote store
 #endif
 
+#if MLA_BULK
+  const unsigned bar = base + MLA_SBAR;
+  if (tid == 0) {
+    mbar_init(bar, 1);
+    fence_mbar_init();
+  }
+  __syncthreads();
+  unsigned phase = 0;
+  bool pending = false;  // a phase with copies in flight (the same in every thread)
+  const int nq = min(MLA_HG, nhead - h0);
+  // One phase of the mbarrier: warp 0 arms it with the bytes of the valid rows and issues one
+  // bulk copy per row; every thread zeroes the rows without a copy (past the sequence end,
+  // past nhead), which the MMAs then read as zeros (no NaN from stale bytes).
+  auto issue = [&](bool with_q, int p0, long long oo, int ll, bool tile) {
+    const int nkv = tile ? min(MLA_TILE, ll - p0) : 0, nqq = with_q ? nq : 0;
+    if (warp == 0) {
+      if (lane == 0) mbar_arrive_expect_tx(bar, (nkv + nqq) * (MLA_DQK * 2));
+      __syncwarp();
+      if (lane < nkv)
+        bulk_g2s(base + MLA_SKV + lane * MLA_ROW_B, kv_cache + (oo + p0 + lane) * MLA_DQK,
+                 MLA_DQK * 2, bar);
+      if (lane < nqq)
+        bulk_g2s(base + MLA_SQ + lane * MLA_ROW_B,
+                 q + (static_cast<long long>(seq) * nhead + h0 + lane) * MLA_DQK, MLA_DQK * 2, bar);
+    }
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    if (tile)
+      for (int c = tid; c < (MLA_TILE - nkv) * MLA_CHUNKS; c += MLA_THREADS)
+        sts_u4(base + MLA_SKV + (nkv + c / MLA_CHUNKS) * MLA_ROW_B + (c % MLA_CHUNKS) * 16, z);
+    for (int c = tid; c < (MLA_HG - nqq) * MLA_CHUNKS && with_q; c += MLA_THREADS)
+      sts_u4(base + MLA_SQ + (nqq + c / MLA_CHUNKS) * MLA_ROW_B + (c % MLA_CHUNKS) * 16, z);
+    pending = true;
+  };
+  auto wait = [&] {
+    mbar_wait(bar, phase);
+    phase ^= 1;
+    pending = false;
+  };
+#if MLA_SPEC
+  // Q and the first tile for o = seq * ctx_len, len = ctx_len, before seq_lens is known.
+  const long long o_spec = static_cast<long long>(seq) * ctx_len;
+  bool spec = rank * MLA_TILE < ctx_len;
+  issue(true, rank * MLA_TILE, o_spec, ctx_len, spec);
+#endif
+  const int len = seq_lens[seq];
+  int o32 = 0;
+  for (int j = lane; j < seq; j += 32) o32 += seq_lens[j];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) o32 += __shfl_xor_sync(0xffffffffu, o32, off);
+  const long long o = o32;
+#if MLA_SPEC
+  spec = spec && o == o_spec && len == ctx_len;  // the same for every thread of the block
+  if (!spec) {  // wrong rows: let the phase complete, then load the right ones
+    wait();
+    fence_proxy_async();
+    __syncthreads();
+    if (rank * MLA_TILE < len) issue(false, rank * MLA_TILE, o, len, true);
+  }
+#else
+  issue(true, rank * MLA_TILE, o, len, rank * MLA_TILE < len);
+#endif
+#else
   // Q first (its addresses need no seq_lens): 16 rows of 72 chunks; rows past nhead are zeros
   // (no NaN into the MMAs).
   for (int c = tid; c < MLA_HG * MLA_CHUNKS; c += MLA_THREADS) {
@@ -343,6 +460,8 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
   if (!spec) cp_async_wait_all();  // wrong rows in flight: let them land before reloading
 #endif
 
+#endif
+
   // Softmax state of head row srow (8 threads per row, identical copies).
   const int srow = tid >> 3, ssub = tid & 7;
   float m_run = NEG_INF, l_run = 0.f;
@@ -354,6 +473,10 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
 
   for (int t = rank; t * MLA_TILE < len; t += cs) {
     const int p0 = t * MLA_TILE;
+#if MLA_BULK
+    if (t != rank) issue(false, p0, o, len, true);
+    wait();
+#else
 #if MLA_SPEC
     if (!(spec && t == rank))
 #endif
@@ -365,9 +488,46 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
       }
     cp_async_commit();
     cp_async_wait_all();
+#endif
     __syncthreads();
 
     // Partial S of depth [144 warp, 144 warp + 144): 9 k16 steps x 4 n8 tiles.
+#if MLA_ILP
+    float s[4][4], s2[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f, s2[j][e] = 0.f;
+    {
+      unsigned fa[2][4], fb[2][8];
+      auto load_qk = [&](int kk, unsigned(&a)[4], unsigned(&b)[8]) {
+        const int d0 = warp * 144 + kk * 16;
+        ldsm_x4(base + MLA_SQ + (lane & 15) * MLA_ROW_B + (d0 + 8 * (lane >> 4)) * 2, a);
+#pragma unroll
+        for (int jp = 0; jp < 2; ++jp) {
+          unsigned r[4];
+          ldsm_x4(base + MLA_SKV + (16 * jp + 8 * (lane >> 4) + (lane & 7)) * MLA_ROW_B +
+                      (d0 + 8 * ((lane >> 3) & 1)) * 2,
+                  r);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) b[4 * jp + i] = r[i];
+        }
+      };
+      load_qk(0, fa[0], fb[0]);
+#pragma unroll
+      for (int kk = 0; kk < 9; ++kk) {
+        const int c = kk & 1;
+        if (kk + 1 < 9) load_qk(kk + 1, fa[c ^ 1], fb[c ^ 1]);
+        float(&sa)[4][4] = c ? s2 : s;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_bf16(sa[j], fa[c], fb[c][2 * j], fb[c][2 * j + 1]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] += s2[j][e];
+#else
     float s[4][4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -388,6 +548,7 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
         mma_bf16(s[2 * jp + 1], a, b[2], b[3]);
       }
     }
+#endif
     {
       const unsigned sw = base + MLA_SS + warp * (MLA_HG * MLA_S_STRIDE * 4);
 #pragma unroll
@@ -451,6 +612,25 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
         const unsigned pa = (lane & 15) * MLA_P_STRIDE + (16 * kk + 8 * (lane >> 4)) * 2;
         ldsm_x4(base + MLA_SP + pa, ph);
         ldsm_x4(base + MLA_SPLO + pa, pl);
+#if MLA_ILP
+        unsigned b[8][4];
+#pragma unroll
+        for (int jp = 0; jp < 8; ++jp)
+          ldsm_x4_t(base + MLA_SKV + (16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)) * MLA_ROW_B +
+                        (128 * warp + 16 * jp + 8 * (lane >> 4)) * 2,
+                    b[jp]);
+#pragma unroll
+        for (int jp = 0; jp < 8; ++jp) {
+          mma_bf16(acc[2 * jp], ph, b[jp][0], b[jp][1]);
+          mma_bf16(acc[2 * jp + 1], ph, b[jp][2], b[jp][3]);
+        }
+        if (MLA_P_SPLIT)
+#pragma unroll
+          for (int jp = 0; jp < 8; ++jp) {
+            mma_bf16(acc[2 * jp], pl, b[jp][0], b[jp][1]);
+            mma_bf16(acc[2 * jp + 1], pl, b[jp][2], b[jp][3]);
+          }
+#else
 #pragma unroll
         for (int jp = 0; jp < 8; ++jp) {
           unsigned b[4];
@@ -462,13 +642,21 @@ extern "C" __global__ void __launch_bounds__(MLA_THREADS, 1)
           mma_bf16(acc[2 * jp + 1], ph, b[2], b[3]);
           if (MLA_P_SPLIT) mma_bf16(acc[2 * jp + 1], pl, b[2], b[3]);
         }
+#endif
       }
     }
+#if MLA_BULK
+    fence_proxy_async();  // this tile's reads and zero stores before the next tile's copies
+#endif
     __syncthreads();  // the next tile's copies overwrite the KV tile and P
   }
+#if MLA_BULK
+  if (pending) wait();  // a rank without a tile still has its Q copies in flight
+#else
   cp_async_wait_all();  // a rank without a tile still has its Q copies in flight
+#endif
 
-  // This block's partial (over the KV tile, unused now) and its (max, sum) per row.
+    // This block's partial (over the KV tile, unused now) and its (max, sum) per row.
 #if MLA_XCHG
   if (ssub == 0) sts_f2(base + MLA_SML + srow * 8, m_run, l_run);
   __syncthreads();  // the fragment rows g, g + 8 need their sums

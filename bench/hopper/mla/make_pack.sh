@@ -1,12 +1,14 @@
 #!/bin/bash
-# Builds the GPU pack .gpuwork/mla of this checkout (or DIR: make_pack.sh [DIR]) from this
+# Builds the GPU pack .gpuwork/mla of this checkout (or DIR, with RUN as its run.sh:
+# make_pack.sh [DIR [RUN]]; the second pack: make_pack.sh .gpuwork/mla2 run2.sh) from this
 # directory: run.sh, the candidates (their source_file rewritten to the pack's copy of the
 # configs), summarize_eval.py and a copy of configs/. Run from anywhere.
 set -e
 H=$(cd "$(dirname "$0")" && pwd); R=$(cd "$H/../../.." && pwd); W=${1:-$R/.gpuwork/mla}
+RUN=${2:-run.sh}; README=README.txt; [ "$RUN" != run.sh ] && README=README2.txt
 rm -rf $W && mkdir -p $W
 cp -r $R/configs $W/configs
-cp $H/run.sh $H/README.txt $W/ && chmod +x $W/run.sh
+cp $H/$RUN $W/run.sh && cp $H/$README $W/README.txt && chmod +x $W/run.sh
 cp $H/../summarize_eval.py $W/
 python3 - $H $W <<'PY'
 import glob, json, os, sys

@@ -57,7 +57,7 @@ bool run(mla_case c) {
   std::vector<__nv_bfloat16> out(static_cast<size_t>(B) * H * MLA_DV, __nv_bfloat16{0x7fc0});
   const unsigned grid = c.cs * B * ((H + 15) / 16);
   const auto t0 = std::chrono::steady_clock::now();
-  launch_clusters(grid, c.cs, MLA_THREADS, MLA_SMEM + MLA_PUSH * 36864, [&] {
+  launch_clusters(grid, c.cs, MLA_THREADS, MLA_SMEM + MLA_PUSH * 36864 + MLA_BULK * 16, [&] {
     mla_decode_baseline(q.data(), kv.data(), c.lens.data(), out.data(), H
 #if MLA_SPEC
                         ,
@@ -144,7 +144,10 @@ int main(int argc, char** argv) {
     all &= run(c);
     ++ran;
   }
-  std::printf("%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d, MLA_SPEC %d)\n",
-              all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH, MLA_SPEC);
+  std::printf(
+      "%s (%d cases, MLA_P_SPLIT %d, MLA_XCHG %d, MLA_PUSH %d, MLA_SPEC %d, MLA_ILP %d, MLA_BULK "
+      "%d)\n",
+      all && ran ? "ALL OK" : "FAILURES", ran, MLA_P_SPLIT, MLA_XCHG, MLA_PUSH, MLA_SPEC, MLA_ILP,
+      MLA_BULK);
   return all && ran ? 0 : 1;
 }

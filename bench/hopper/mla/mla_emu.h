@@ -15,12 +15,15 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -41,6 +44,9 @@ inline dim3e gridDim, blockDim;
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
 struct alignas(8) float2 {
   float x, y;
 };
@@ -90,7 +96,21 @@ struct slot {
   unsigned u[8];
   float f;
 };
+// An mbarrier (MLA_BULK): arrivals and transaction bytes of the current phase; bulk copies
+// queued on it land when a thread waits on it (so a read before the wait sees stale bytes).
+struct mbar_state {
+  unsigned count = 0, pending = 0, phase = 0;  // phase: completed phases
+  long long tx = 0;
+};
+struct bulk_copy {
+  unsigned dst, bar;
+  std::vector<unsigned char> data;
+};
 struct block_ctx {
+  std::mutex mu;  // mbarriers and bulk copies
+  std::condition_variable cv;
+  std::map<unsigned, mbar_state> mbar;
+  std::vector<bulk_copy> bulk;
   std::vector<uint4> mem;  // 16-aligned
   unsigned bytes = 0;
   std::unique_ptr<std::barrier<>> bar;
@@ -152,6 +172,9 @@ inline void emu_jitter(int one_in) {
   x ^= x << 13, x ^= x >> 17, x ^= x << 5;
   if ((x >> 24) % one_in == 0)
     std::this_thread::sleep_for(std::chrono::microseconds((x >> 2) % emu_jitter_us()));
+}
+inline void __syncwarp() {
+  warp_sync();
 }
 inline void __syncthreads() {
   emu_jitter();
@@ -225,6 +248,74 @@ inline float4 lds_f4(unsigned a) {
   float4 v;
   std::memcpy(&v, smem_at(a, 16, 16, "ld.shared.v4.f32"), 16);
   return v;
+}
+inline void sts_u4(unsigned a, uint4 v) {
+  std::memcpy(smem_at(a, 16, 16, "st.shared.v4.b32"), &v, 16);
+}
+inline void mbar_init(unsigned bar, unsigned count) {
+  smem_at(bar, 8, 8, "mbarrier.init");
+  std::lock_guard<std::mutex> lk(t_blk->mu);
+  t_blk->mbar[bar] = mbar_state{count, count, 0, 0};
+}
+inline void fence_mbar_init() {}
+inline void fence_proxy_async() {}
+// Lands the copies queued on bar and completes its phase when every arrival and byte is in.
+inline void mbar_settle_locked(unsigned bar) {
+  auto it = t_blk->mbar.find(bar);
+  if (it == t_blk->mbar.end()) {
+    std::fprintf(stderr, "emu: mbarrier %u used before mbarrier.init\n", bar);
+    std::abort();
+  }
+  auto& q = t_blk->bulk;
+  for (size_t i = 0; i < q.size();)
+    if (q[i].bar == bar) {
+      std::memcpy(smem_at(q[i].dst, static_cast<unsigned>(q[i].data.size()), 16, "bulk copy"),
+                  q[i].data.data(), q[i].data.size());
+      it->second.tx -= static_cast<long long>(q[i].data.size());
+      q.erase(q.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  if (it->second.pending == 0 && it->second.tx == 0) {
+    ++it->second.phase;
+    it->second.pending = it->second.count;
+    t_blk->cv.notify_all();
+  }
+}
+inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  smem_at(bar, 8, 8, "mbarrier.arrive");
+  std::lock_guard<std::mutex> lk(t_blk->mu);
+  auto it = t_blk->mbar.find(bar);
+  if (it == t_blk->mbar.end() || it->second.pending == 0) std::abort();
+  it->second.tx += bytes;
+  --it->second.pending;
+  mbar_settle_locked(bar);
+  t_blk->cv.notify_all();
+}
+// cp.async.bulk global -> shared: 16-aligned addresses, a multiple of 16 bytes; the source is
+// read at issue.
+inline void bulk_g2s(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  smem_at(dst, bytes, 16, "cp.async.bulk destination");
+  if (reinterpret_cast<std::uintptr_t>(src) % 16 != 0 || bytes % 16 != 0) {
+    std::fprintf(stderr, "emu: cp.async.bulk source %p / %u bytes not 16-aligned\n", src, bytes);
+    std::abort();
+  }
+  bulk_copy c{dst, bar, std::vector<unsigned char>(bytes)};
+  std::memcpy(c.data.data(), src, bytes);
+  std::lock_guard<std::mutex> lk(t_blk->mu);
+  t_blk->bulk.push_back(std::move(c));
+  t_blk->cv.notify_all();
+}
+// try_wait.parity P succeeds once the phase of parity P has completed.
+inline void mbar_wait(unsigned bar, unsigned parity) {
+  smem_at(bar, 8, 8, "mbarrier.try_wait");
+  emu_jitter();
+  std::unique_lock<std::mutex> lk(t_blk->mu);
+  for (;;) {
+    mbar_settle_locked(bar);
+    if ((t_blk->mbar[bar].phase & 1u) != (parity & 1u)) return;
+    t_blk->cv.wait(lk);
+  }
 }
 inline float2 lds_f2(unsigned a) {
   float2 v;
