@@ -120,6 +120,20 @@
 // SMs (m = 237 x 4096, m = 349 x 2048: 2 splits), the splits chained through the workspace like
 // the f16 path's (see the header). The prepass then only builds the two maps for every shape.
 // Promotion stays after every k32 (the e4m3 MMA's sum must not span more than 32 products).
+// FP8_SMALL = 2 (UNMEASURED): the same plan, but producer and consumers branch once on
+// p.splits (uniform over the grid) into two instances of their loops: the split one is
+// FP8_SMALL = 1's (ticket-ordered units, per-unit group bounds, the chain), the unsplit one
+// FP8_SMALL = 0's source (u = blockIdx.x .. tiles step gridDim.x over all groups, no chain code).
+// Why: with FP8_SMALL = 1 the unsplit shapes ran 3-5 % slower than FP8_SMALL = 0 (H200,
+// 2026-12-04: m = 3072 x 4096 x 4096 155.8 against 149.5 us, 4096^3 203.1 against 196.6).
+// Same source is not same machine code: ptxas allocates the kernel as a whole, and this
+// unsplit group loop has 364 instruction slots against FP8_SMALL = 0's 348 (the a_scales row
+// offsets recomputed per group) and another FFMA register assignment (the unsplit branch is
+// placed first: with the split one first its loop has 351 slots and fewer reuse-cache hits).
+// FP8_SMALL = 3 (UNMEASURED experiment): 2, with the unsplit instance's a_scales row pointers
+// pinned (see fp8_consumer). Its group loop has 349 instruction slots against 348 for
+// FP8_SMALL = 0's and 364 for 2's, and a different FFMA register assignment (NVRTC 13, SASS
+// through bench/hopper/sass/fp8_loops.py; bench/hopper/bsmm8/small2/NOTES.md).
 #ifndef FP8_SMALL
 #define FP8_SMALL 0
 #endif
@@ -624,39 +638,40 @@ __device__ __forceinline__ void fp8_group_n128(float (&tq)[2][64], float (&acc)[
 #endif
   }
 }
+// SPLIT (FP8_SMALL = 1; FP8_SMALL = 2 where p.splits > 1): the FP8 plan's units with their
+// group ranges and the split chain. Otherwise one unit per tile over all groups: the
+// FP8_SMALL = 0 loop, without the chain's code (p, u0, epoch, ws, flags then unused).
+template <bool SPLIT>
 __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
                                              const float* __restrict__ b_scales,
                                              float* __restrict__ out, int M, int N, int G,
-                                             unsigned base, unsigned bars, int c
-#if FP8_SMALL
-                                             ,
+                                             unsigned base, unsigned bars, int c,
                                              const plan_t& p, int u0, unsigned epoch,
-                                             unsigned char* ws, unsigned* flags
-#endif
-) {
+                                             unsigned char* ws, unsigned* flags) {
   const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
   const int tr8 = (M + 127) / 128, ts8 = (N + 127) / 128, tiles8 = tr8 * ts8;
   float tq[2][64];
 #pragma unroll
   for (int i = 0; i < 128; ++i) tq[i >> 6][i & 63] = 0.f;
   int it = 0;  // groups (stages) consumed so far
-#if FP8_SMALL
-  // Units as in the f16 path: u = split * tiles + tile, from the ticket's u0 (= blockIdx.x
-  // without split-K); split sp covers groups [g0, g1).
-  for (int u = u0; u < tiles8 * p.splits; u += gridDim.x) {
+  // SPLIT: units as in the f16 path: u = split * tiles + tile, from the ticket's u0 (=
+  // blockIdx.x without split-K); split sp covers groups [g0, g1).
+  for (int u = SPLIT ? u0 : (int)blockIdx.x; u < (SPLIT ? tiles8 * p.splits : tiles8);
+       u += gridDim.x) {
     int tr, ts;
-    tile_coords(u % tiles8, tr8, ts8, tr, ts);
-    const int sp = u / tiles8, g0 = sp * p.gps, g1 = min(G, g0 + p.gps);
-#else
-  for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
-    int tr, ts;
-    tile_coords(u, tr8, ts8, tr, ts);
-    const int g0 = 0, g1 = G;
-#endif
+    tile_coords(SPLIT ? u % tiles8 : u, tr8, ts8, tr, ts);
+    const int sp = SPLIT ? u / tiles8 : 0, g0 = SPLIT ? sp * p.gps : 0,
+              g1 = SPLIT ? min(G, g0 + p.gps) : G;
     const int r0 = tr * 128 + 64 * c + 16 * w + gq;  // rows r0, r0 + 8
     const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
     const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
     const float* sb = b_scales + (long long)ts * G;
+#if FP8_SMALL == 3
+    // The row pointers as opaque values: ptxas then keeps them instead of recomputing the
+    // 64-bit row offsets in every group (FP8_SMALL = 2's unsplit loop: 16 more integer slots
+    // per group than FP8_SMALL = 0's).
+    if (!SPLIT) asm volatile("" : "+l"(sa0), "+l"(sa1));
+#endif
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.f;
@@ -671,8 +686,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
       fp8_group_n128(tq, acc, base, bars, it, c, lane, sc0, sc1);
     }
     const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
-#if FP8_SMALL
-    if (p.splits > 1) {
+    if (SPLIT && p.splits > 1) {
       // The f16 path's chain (see there), on this accumulator: a unit's slot is 64 KB (16
       // float4 per consumer thread, float4 jj of thread ctid at 256 jj + ctid: coalesced), in
       // quarters of 4 jj's (16 KB) with a flag each. acc is already scaled (no last sigma).
@@ -732,7 +746,6 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
       }
       continue;
     }
-#endif
 #pragma unroll
     for (int jj = 0; jj < 16; ++jj) {
       const int col = ts * 128 + 8 * jj + 2 * t;  // N % 128 == 0
@@ -745,10 +758,13 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
   }
 }
 #else
+// FP8_DB = 0 / 1 (never split: SPLIT is false, p .. flags unused).
+template <bool SPLIT>
 __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
                                              const float* __restrict__ b_scales,
                                              float* __restrict__ out, int M, int N, int G,
-                                             unsigned base, unsigned bars, int c) {
+                                             unsigned base, unsigned bars, int c, const plan_t&,
+                                             int, unsigned, unsigned char*, unsigned*) {
   const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
   const int tr8 = (M + 127) / 128, ts8 = (N + 255) / 256, tiles8 = tr8 * ts8, nb = N / 128;
 #if FP8_DB
@@ -862,6 +878,30 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
   }
 }
 #endif  // FP8_DB == 2
+
+// The FP8 path's producer (one thread): one 128-wide K group of A and B per stage, in the
+// consumers' order. SPLIT: the FP8 plan's units from the ticket's u0 (see fp8_consumer);
+// otherwise one unit per tile, all groups.
+template <bool SPLIT>
+__device__ __forceinline__ void fp8_producer(const plan_t& p, int u0, int units, int M, int N,
+                                             unsigned base, unsigned bars,
+                                             const unsigned char* maps) {
+  const int tr8 = (M + 127) / 128, ts8 = (N + FP8_BN - 1) / FP8_BN, tiles8 = tr8 * ts8;
+  int it = 0;
+  for (int u = SPLIT ? u0 : (int)blockIdx.x; u < (SPLIT ? units : tiles8); u += gridDim.x) {
+    int tr, ts;
+    tile_coords(SPLIT ? u % tiles8 : u, tr8, ts8, tr, ts);
+    const int g0 = SPLIT ? (u / tiles8) * p.gps : 0, g1 = SPLIT ? min(p.groups, g0 + p.gps) : p.groups;
+    for (int g = g0; g < g1; ++g, ++it) {
+      const int s = it % ST8;
+      if (it >= ST8) mbar_wait(bars + 8 * (STAGES + s), ((it / ST8) - 1) & 1);
+      const unsigned ss = base + s * STAGE8;
+      mbar_expect_tx(bars + 8 * s, STAGE8);  // whole boxes, out-of-bounds rows included
+      tma_load_2d(ss, maps, g * 128, tr * 128, bars + 8 * s);
+      tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * FP8_BN, bars + 8 * s);
+    }
+  }
+}
 #endif
 
 // Launch 2 (after bsmm_prep): the persistent GEMM.
@@ -908,28 +948,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                    : "memory");
 #if FP8
       if (use_fp8(p)) {  // FP8 path: one 128-wide K group of A and B per stage
-        const int tr8 = (M + 127) / 128, ts8 = (N + FP8_BN - 1) / FP8_BN, tiles8 = tr8 * ts8;
-        int it = 0;
-#if FP8_SMALL  // the consumers' units (p is the FP8 plan)
-        for (int u = u0; u < units; u += gridDim.x) {
-          int tr, ts;
-          tile_coords(u % tiles8, tr8, ts8, tr, ts);
-          const int g0 = (u / tiles8) * p.gps, g1 = min(p.groups, g0 + p.gps);
+#if FP8_SMALL >= 2  // one branch, uniform over the grid; each loop as in its own build
+        if (p.splits == 1)
+          fp8_producer<false>(p, u0, units, M, N, base, bars, maps);
+        else
+          fp8_producer<true>(p, u0, units, M, N, base, bars, maps);
 #else
-        for (int u = blockIdx.x; u < tiles8; u += gridDim.x) {
-          int tr, ts;
-          tile_coords(u, tr8, ts8, tr, ts);
-          const int g0 = 0, g1 = p.groups;
+        fp8_producer<FP8_SMALL == 1>(p, u0, units, M, N, base, bars, maps);
 #endif
-          for (int g = g0; g < g1; ++g, ++it) {
-            const int s = it % ST8;
-            if (it >= ST8) mbar_wait(bars + 8 * (STAGES + s), ((it / ST8) - 1) & 1);
-            const unsigned ss = base + s * STAGE8;
-            mbar_expect_tx(bars + 8 * s, STAGE8);  // whole boxes, out-of-bounds rows included
-            tma_load_2d(ss, maps, g * 128, tr * 128, bars + 8 * s);
-            tma_load_2d(ss + A8_BYTES, maps + 128, g * 128, ts * FP8_BN, bars + 8 * s);
-          }
-        }
       } else
 #endif
       {
@@ -964,12 +990,17 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
 #if FP8
     if (use_fp8(p)) {
-      fp8_consumer(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1
-#if FP8_SMALL
-                   ,
-                   p, u0, epoch, ws, flags
+#if FP8_SMALL >= 2  // the producer's branch (same p on every thread)
+      if (p.splits == 1)
+        fp8_consumer<false>(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1, p, u0,
+                            epoch, ws, flags);
+      else
+        fp8_consumer<true>(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1, p, u0,
+                           epoch, ws, flags);
+#else
+      fp8_consumer<FP8_SMALL == 1>(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1, p,
+                                   u0, epoch, ws, flags);
 #endif
-      );
       return;
     }
 #endif

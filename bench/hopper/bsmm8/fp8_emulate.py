@@ -138,8 +138,11 @@ ROW_L = 16 * _w + _gq + 8 * ((_i % 4) // 2)       # tp[i] row in the warpgroup's
 COL_L = 8 * (_i // 4) + 2 * _t + (_i % 2)         # tp[i] column in the tile's 128
 HI = np.broadcast_to((_i % 4) // 2, (128, 64))    # 0: sc0 (row r0), 1: sc1 (row r0 + 8)
 
-def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None):
-    """One launch pair (prep + main) on persistent state st (ws, flags, ticket counter)."""
+def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None, mode=1):
+    """One launch pair (prep + main) on persistent state st (ws, flags, ticket counter).
+    mode = FP8_SMALL: 1 = one loop over the plan's units from the ticket's u0; 2 = a branch on
+    p.splits: split as in 1, unsplit the FP8_SMALL = 0 loop (u = blockIdx.x .. tiles step
+    gridDim.x, all groups, no chain)."""
     p = make_plan8(M, N, K, ctas)
     G, tiles, tr8, ts8 = p["groups"], p["tiles"], p["tiles_r"], p["tiles_s"]
     units = tiles * p["splits"]
@@ -153,18 +156,24 @@ def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None):
         if p["splits"] > 1: tick[b] = st["ticket"]; st["ticket"] += 1
         else: tick[b] = b
     ax = np.arange(64) ^ acc_xor  # acc[AX(i)] holds element i
+    # FP8_SMALL = 2: producer and consumers branch on the same p (make_plan of the same
+    # arguments), so both take the split instance or both the unsplit one.
+    split_code = mode == 1 or p["splits"] > 1
     for b in sorted(order, key=lambda x: tick[x]):
         ticket = tick[b]; u0 = ticket % ctas; epoch = ticket // ctas + 1
-        # producer's sequence of (tr, ts, g)
+        # producer's sequence of (tr, ts, g): fp8_producer<SPLIT>
         prod = []
-        for u in range(u0, units, ctas):
-            tr, ts = tile_coords(u % tiles, tr8, ts8)
-            g0 = (u // tiles) * p["gps"]; g1 = min(G, g0 + p["gps"])
+        for u in (range(u0, units, ctas) if split_code else range(b, tiles, ctas)):
+            tr, ts = tile_coords(u % tiles if split_code else u, tr8, ts8)
+            g0 = (u // tiles) * p["gps"] if split_code else 0
+            g1 = min(G, g0 + p["gps"]) if split_code else G
             prod += [(tr, ts, g) for g in range(g0, g1)]
         cons = []
-        for u in range(u0, tiles * p["splits"], ctas):
-            tr, ts = tile_coords(u % tiles, tr8, ts8)
-            sp = u // tiles; g0 = sp * p["gps"]; g1 = min(G, g0 + p["gps"])
+        for u in (range(u0, tiles * p["splits"], ctas) if split_code else range(b, tiles, ctas)):
+            tr, ts = tile_coords(u % tiles if split_code else u, tr8, ts8)
+            sp = u // tiles if split_code else 0
+            g0 = sp * p["gps"] if split_code else 0
+            g1 = min(G, g0 + p["gps"]) if split_code else G
             acc = np.zeros((2, 128, 64))
             r0 = tr * 128 + 64 * np.arange(2)[:, None] + 16 * (np.arange(128) >> 5)[None, :] + ((np.arange(128) & 31) >> 2)[None, :]
             for g in range(g0, g1):
@@ -187,7 +196,7 @@ def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None):
                         for e in range(2):
                             v = acc[c][:, ax[4 * jj + 2 * q + e]]
                             out[rows[ok], cols[ok] + e] = v[ok]; writes[rows[ok], cols[ok] + e] += 1
-            if p["splits"] > 1:
+            if split_code and p["splits"] > 1:  # fp8_consumer<SPLIT>: SPLIT && p.splits > 1
                 last = sp == p["splits"] - 1
                 for qt in range(4):
                     if sp > 0:
@@ -221,7 +230,7 @@ def ref_out(A, B, As, Bs, M, N, K):
         ref += P * As[:, g:g + 1] * np.repeat(Bs[:, g], 128)[None, :]
     return ref
 
-def small_case(shapes, ctas=132, acc_xor=0, seed=1):
+def small_case(shapes, ctas=132, acc_xor=0, seed=1, mode=1):
     """Several launches in a row on one workspace (no zeroing between them, as in kopt's
     repeated timing runs), each with fresh data and shuffled block arrival."""
     rng = np.random.default_rng(seed)
@@ -234,11 +243,11 @@ def small_case(shapes, ctas=132, acc_xor=0, seed=1):
         B = rng.integers(-8, 9, (N, K)).astype(np.float64)
         As = rng.integers(1, 5, (M, G)).astype(np.float64)
         Bs = rng.integers(1, 5, (nb, G)).astype(np.float64)
-        out, writes, p = launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor, rng.permutation(ctas))
+        out, writes, p = launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor, rng.permutation(ctas), mode)
         ref = ref_out(A, B, As, Bs, M, N, K)
         err = np.abs(out - ref).max() if not np.isnan(out).any() else float("nan")
         good = (writes == 1).all() and err == 0
-        print(f"FP8_SMALL M={M} N={N} K={K} ctas={ctas} AX^{acc_xor}: tiles {p['tiles']} splits {p['splits']} "
+        print(f"FP8_SMALL={mode} M={M} N={N} K={K} ctas={ctas} AX^{acc_xor}: tiles {p['tiles']} splits {p['splits']} "
               f"gps {p['gps']} | written once {bool((writes == 1).all())}, max abs diff {err} -> {'ok' if good else 'FAIL'}")
         ok &= bool(good)
     return ok
@@ -256,4 +265,10 @@ if __name__ == "__main__":
     ok &= small_case([(4533, 2048, 2048)]) if "--big" in sys.argv else True
     ok &= small_case([(77, 256, 896), (300, 512, 256), (77, 256, 896)], ctas=6)  # 2 units per block in the 2nd
     ok &= small_case([(237, 512, 1024)], ctas=16, acc_xor=1)
+    # FP8_SMALL = 2: split and unsplit launches interleaved on one workspace (the unsplit ones
+    # take no ticket, so the split ones' epochs must still line up), 2 unsplit units per block.
+    ok &= small_case([(349, 2048, 2048), (1024, 2048, 2048), (237, 4096, 4096), (1024, 2048, 2048),
+                      (349, 2048, 2048)], mode=2)
+    ok &= small_case([(77, 256, 896), (300, 512, 256), (77, 256, 896), (300, 512, 256)], ctas=6, mode=2)
+    ok &= small_case([(237, 512, 1024)], ctas=16, acc_xor=1, mode=2)
     print("ALL OK" if ok else "FAILED")
