@@ -2219,8 +2219,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 //   thread. Q's A fragments would be another d / 4 (64 / 48), so S = Q K^T is an SS wgmma (Q read
 //   from shared memory every tile) and the tiles are UA_WB_BN = 32 keys: S 16 + P_{t-1} hi / lo
 //   16 (in flight in the P V group) + P_t hi / lo 16 being built, so the consumer's peak stays
-//   near 128 + 48 + addresses and softmax state under setmaxnreg's 232. 64-key tiles (UA_WB_BN
-//   64, S as m64n64k16) double S and both P sets (+48 registers at d 256): an option to measure.
+//   near 128 + 48 + addresses and softmax state under setmaxnreg's 232. 48- and 64-key tiles
+//   (UA_WB_BN 48 / 64, S as m64n48k16 / m64n64k16; 3 / 2 stages) add 24 / 48 registers at d 256
+//   and halve / third Q's per-key shared-memory reads: options to measure.
 // - Every tile (Q of a warpgroup: 64 rows; K_t, V_t: BN rows) is d / 64 panels of 128-byte rows
 //   with the 128-byte swizzle (16-byte chunk c of row r at panel c / 8, chunk (c % 8) ^ (r % 8)):
 //   d = 192 is 3 panels, 256 is 4, no pad columns. S's k16 step kk reads panel kk / 4 of Q and
@@ -2243,13 +2244,18 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #ifndef UA_WB_PP
 #define UA_WB_PP 1
 #endif
+#ifndef UA_WB_SKIP
+// 1: a warpgroup does not issue the wgmma of the tiles wholly after its rows (warpgroup 0 of a
+// diagonal q tile: up to 64 keys); 0: it computes them and masks them as attn_ws_small does
+#define UA_WB_SKIP 1
+#endif
 #ifndef UA_WB_PREG
 #define UA_WB_PREG 40
 #endif
 #ifndef UA_WB_CREG
 #define UA_WB_CREG 232
 #endif
-static_assert(UA_WB_BN == 32 || UA_WB_BN == 64, "UA_WB_BN: 32 or 64");
+static_assert(UA_WB_BN == 32 || UA_WB_BN == 48 || UA_WB_BN == 64, "UA_WB_BN: 32, 48 or 64");
 static_assert(UA_WB_PREG * 128 + UA_WB_CREG * 256 <= 168 * 384, "setmaxnreg: the launch's registers");
 
 #ifndef KOPT_EMU
@@ -2263,6 +2269,20 @@ __device__ __forceinline__ void wgmma_m64n32k16_ss(float* d, unsigned long long 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n48k16_ss(float* d, unsigned long long da,
+                                                   unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23"
+      "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(da), "l"(db), "r"(scale_d));
 }
 __device__ __forceinline__ void wgmma_m64n192k16_rs_t(float* d, const unsigned (&a)[4],
@@ -2438,6 +2458,10 @@ __device__ __forceinline__ void attn_ws_big(
   const int ct = tid - 128, wg = ct >> 7, wl = (ct >> 5) & 3;
   const unsigned sQw = sQ + wg * TBQ;
   const int wrow_lo = r0 + 64 * wg + 16 * wl;
+  // UA_WB_SKIP: tiles that start after the warpgroup's last row are masked whole; their S and
+  // P V products are not issued (the mask below still sets S to -inf, so P = 0 and the stage
+  // protocol, the ping-pong turns and the softmax state are as if they ran)
+  const int wg_last = r0 + 64 * wg + 63;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   float o[NO], sacc[BN / 2];
 #pragma unroll
@@ -2482,21 +2506,27 @@ __device__ __forceinline__ void attn_ws_big(
     fence_regs<BN / 2>(sacc);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
+    const bool live = !UA_WB_SKIP || t * BN <= wg_last;
+    const bool live_pv = do_pv && (!UA_WB_SKIP || (t - 1) * BN <= wg_last);
     wgmma_fence();
+    if (live) {
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      // k16 step kk: panel kk / 4, 32 bytes into its 128-byte rows per step
-      const unsigned long long da = dq0 + (kk >> 2) * ((64 * 128) >> 4) + 2 * (kk & 3);
-      const unsigned long long db = dk0 + (kk >> 2) * ((BN * 128) >> 4) + 2 * (kk & 3);
-      if (BN == 32)
-        wgmma_m64n32k16_ss(sacc, da, db, kk > 0);
-      else
-        wgmma_m64n64k16_ss(sacc, da, db, kk > 0);
+      for (int kk = 0; kk < KS; ++kk) {
+        // k16 step kk: panel kk / 4, 32 bytes into its 128-byte rows per step
+        const unsigned long long da = dq0 + (kk >> 2) * ((64 * 128) >> 4) + 2 * (kk & 3);
+        const unsigned long long db = dk0 + (kk >> 2) * ((BN * 128) >> 4) + 2 * (kk & 3);
+        if (BN == 32)
+          wgmma_m64n32k16_ss(sacc, da, db, kk > 0);
+        else if (BN == 48)
+          wgmma_m64n48k16_ss(sacc, da, db, kk > 0);
+        else
+          wgmma_m64n64k16_ss(sacc, da, db, kk > 0);
+      }
     }
-    wgmma_commit();
+    wgmma_commit();  // an empty group when !live
     if (do_pv) {
       wgmma_fence();
-      pv_issue(va);
+      if (live_pv) pv_issue(va);
       wgmma_commit();
     }
     if (do_pv)
@@ -2576,7 +2606,7 @@ __device__ __forceinline__ void attn_ws_big(
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
     wgmma_fence();
-    pv_issue(va);
+    if (!UA_WB_SKIP || (ntiles - 1) * BN <= wg_last) pv_issue(va);
     wgmma_commit();
     if (UA_WB_PP) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
     wgmma_wait<0>();

@@ -580,6 +580,10 @@ inline void wgmma_m64n32k16_ss(float* d, unsigned long long da, unsigned long lo
                                int scale_d) {
   wgmma_ss<32>(d, da, db, scale_d);
 }
+inline void wgmma_m64n48k16_ss(float* d, unsigned long long da, unsigned long long db,
+                               int scale_d) {
+  wgmma_ss<48>(d, da, db, scale_d);
+}
 inline void wgmma_m64n192k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
   wgmma_rs<192>(d, a, db, 1, true);
 }

@@ -22,6 +22,8 @@ UA_EMU_K3=1 run $E/b2 --dlens 256 1100,40 1 1  # 35 tiles: the 4-stage ring wrap
 UA_EMU_JITTER=50 run $E/b2 --dlens 256 300,129,1 4 2  # random delays at every sync point
 UA_EMU_JITTER=50 run $E/b2 --dlens 192 257,17 2 1
 run $E/b2                                   # every case of run_cases(2) in this build
+build b2ns . -DUA_WS_BIG=2 -DUA_WB_SKIP=0
+UA_EMU_K3=1 run $E/b2ns --big                # without the skip of wholly masked tiles
 build b1 . -DUA_WS_BIG=1
 run $E/b1 --big                             # cand_b4's build (fa2 still takes short d <= 80)
 build b2np . -DUA_WS_BIG=2 -DUA_WB_PP=0
@@ -29,6 +31,9 @@ UA_EMU_K3=1 run $E/b2np --big
 build b2n64 . -DUA_WS_BIG=2 -DUA_WB_BN=64 -DUA_WB_NS=2
 UA_EMU_K3=1 run $E/b2n64 --big
 UA_EMU_JITTER=50 run $E/b2n64 --dlens 256 300,129,1 4 2
+build b2n48 . -DUA_WS_BIG=2 -DUA_WB_BN=48 -DUA_WB_NS=3
+UA_EMU_K3=1 run $E/b2n48 --big
+UA_EMU_JITTER=50 run $E/b2n48 --dlens 192 257,17 2 1
 # probes: each must FAIL (or abort in emu.h's bounds check)
 P=$E/probe; rm -rf $P
 probe() {  # name old new (replaced once inside attn_ws_big)
@@ -47,6 +52,7 @@ PY
 }
 probe mask 'if (j > r || j >= len)' 'if (j > r + 1 || j >= len)'
 probe swz 'const unsigned dst_off = rr * 128 + ((cc ^ (rr & 7)) << 4);' 'const unsigned dst_off = rr * 128 + (cc << 4);'
+probe skip 'const bool live = !UA_WB_SKIP || t * BN <= wg_last;' 'const bool live = !UA_WB_SKIP || t * BN <= wg_last - BN;'
 probe qpanel 'dq0 + (kk >> 2) * ((64 * 128) >> 4)' 'dq0 + (kk >> 3) * ((64 * 128) >> 4)'
 build p_nosplit . -DUA_WS_BIG=2 -DUA_P_SPLIT=0
 run $E/p_nosplit --dlens 256 300,129 2 1

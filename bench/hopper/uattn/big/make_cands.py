@@ -6,6 +6,7 @@ repository root; every parameter of the config keeps its default as its only val
                    unified_attention_fa2, unified_attention_ws (d 128)
   cand_b3np.json   cand_b3 with UA_WB_PP 0 (no consumer ping-pong)
   cand_b3n64.json  cand_b3 with 64-key tiles and 2 stages (UA_WB_BN 64, UA_WB_NS 2)
+  cand_b3n48.json  cand_b3 with 48-key tiles and 3 stages (UA_WB_BN 48, UA_WB_NS 3)
   cand_b4.json     UA_WS_BIG 1: the config's three launches (unified_attention_fa2 now one block
                    for d 192 / 256, which returns) plus unified_attention_ws_big as a fourth
 install/unified_attention.json: the config with cand_b3's plan (the text kept, only the
@@ -27,6 +28,7 @@ def launch(c, name):
 def params(big, **extra):
     p = {k: {"values": [v["default"]], "default": v["default"]} for k, v in base["parameters"].items()}
     p["UA_WS_BIG"] = {"values": [big], "default": big}
+    p["UA_WB_SKIP"] = {"values": [1], "default": 1}
     for k, v in extra.items():
         p[k] = {"values": [v], "default": v}
     return p
@@ -63,6 +65,7 @@ def b3(extra, bn=32, ns=4):
 write("cand_b3", b3({"UA_WB_PP": 1}))
 write("cand_b3np", b3({"UA_WB_PP": 0}))
 write("cand_b3n64", b3({"UA_WB_PP": 1, "UA_WB_BN": 64, "UA_WB_NS": 2}, 64, 2))
+write("cand_b3n48", b3({"UA_WB_PP": 1, "UA_WB_BN": 48, "UA_WB_NS": 3}, 48, 3))
 
 # cand_b4: unified_attention_fa2's grid gets one more term, (X - 1) * B off each dimension X
 c = copy.deepcopy(base)

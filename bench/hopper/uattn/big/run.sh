@@ -10,17 +10,19 @@
 #   b0    the shipped default on s4 (d 192), s8, s14, s24 (d 256), s21 (d 128, control), s15
 #         (d 64, 7 tokens: unified_attention_fa2 today) and s5 (d 72, unified_attention_ws_small)
 #   b3    cand_b3 (UA_WS_BIG 2: three launches, unified_attention_ws_big in place of
-#         unified_attention_fa2; 32-key tiles, 4 stages, ping-pong; unified_attention_ws_small
-#         takes every d <= 80 length, so s15 moves there) on the same seven
-#   np    cand_b3np (cand_b3 without the consumers' ping-pong) on s4, s8, s14, s24
-#   n64   cand_b3n64 (cand_b3 with 64-key tiles, 2 stages) on the four
+#         unified_attention_fa2; 32-key tiles, 4 stages, ping-pong, wholly masked tiles skipped;
+#         unified_attention_ws_small takes every d <= 80 length, so s15 moves there) on the
+#         same seven
+#   n64   cand_b3n64 (cand_b3 with 64-key tiles, 2 stages) on s4, s8, s14, s24
+#   n48   cand_b3n48 (cand_b3 with 48-key tiles, 3 stages) on the four
+#   np    cand_b3np (cand_b3 without the consumers' ping-pong) on the four
 #   b4    cand_b4 (UA_WS_BIG 1: the shipped three launches, unified_attention_fa2 one block for
 #         d 192 / 256, plus unified_attention_ws_big as a fourth launch) on the seven: the
 #         fallback if b3's plan is wrong somewhere
 #   b0r   the shipped default on the four again, if time is left (noise)
-# Decide (NOTES.md, "Install"): install cand_b3 (or the faster of np / n64 if correct and faster
-# on all four) if it is correct on all seven and faster on s4, s8, s24, with s21 / s5 within
-# noise of b0 and s15 no worse than ~1.5 us.
+# Decide (NOTES.md, "Install"): install cand_b3 (with the parameters of n64 / n48 / np instead
+# if one of them is correct and faster on the four) if it is correct on all seven and faster on
+# s4, s8, s24, with s21 / s5 within noise of b0 and s15 no worse than ~1.5 us.
 R=$PWD; W=$(dirname "$(readlink -f "$0")"); NAME=$(basename "$W"); S=$R/.gpuwork/suite; T0=$(date +%s)
 : "${OUT:?set OUT to the output folder}"
 LIMIT=${LIMIT:-100}
@@ -49,12 +51,13 @@ S24=s24_n1_l5926_hq8_hkv1_d256; S21=s21_n1_l2018_hq32_hkv8_d128
 S15=s15_n1_l7_hq20_hkv20_d64; S5=s5_n1_l11840_hq16_hkv16_d72
 BIG=$S4,$S8,$S14,$S24
 ALL=$BIG,$S21,$S15,$S5
-ev b0 - 20 $ALL
-ev b3 cand_b3 20 $ALL
-ev np cand_b3np 14 $BIG
-ev n64 cand_b3n64 14 $BIG
-ev b4 cand_b4 20 $ALL
-ev b0r - 12 $BIG
+ev b0 - 18 $ALL
+ev b3 cand_b3 18 $ALL
+ev n64 cand_b3n64 12 $BIG
+ev n48 cand_b3n48 12 $BIG
+ev np cand_b3np 12 $BIG
+ev b4 cand_b4 18 $ALL
+ev b0r - 10 $BIG
 el done
 cat $OUT/log.txt; for f in $OUT/*.txt; do echo "== $f"; head -c 1500 $f; done
 cd $OUT && tar czf $NAME.tgz --exclude=$NAME.tgz * && find . -maxdepth 1 -type f ! -name $NAME.tgz -delete
