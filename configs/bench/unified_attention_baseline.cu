@@ -77,6 +77,13 @@
 //   2026-12-04 02:20 UTC; bench/suite/results/2026-12-04/uasmall/): correct on all 25, 32.5 % of
 //   speed of light weighted; same run against the previous default: s5 1058.2 against 1537.5 us,
 //   s6 4566 / 6662, s22 4337 / 6372, the others unchanged (s20 821.3 / 821.4, s15 11.1 / 11.5).
+// - UA_WS_BIG (default 0 = d 192 / 256 on the mma.sync path above, BM = 64): 1 or 2 run them on
+//   the warp-specialized kernel unified_attention_ws_big (attn_ws_big: S = Q K^T as SS wgmma,
+//   O 64 x d fp32 in registers, 32-key tiles, 4 stages, ping-pong; see there), routed by the
+//   candidate plans of bench/hopper/uattn/big (2: three launches, ws_big in place of
+//   unified_attention_fa2, unified_attention_ws_small taking every d <= 80 length; 1: a fourth
+//   launch). CPU-verified in the emulator only (bench/hopper/uattn/big/NOTES.md); not yet run on
+//   a GPU, so the config does not list it.
 // Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
 // bench/suite/results/2026-12-04/): the config's default from 01:40 to 02:20 UTC (UA_WGMMA = 3,
 // UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
@@ -193,6 +200,15 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 // unified_attention_ws_small (a fourth launch; unified_attention_ws then keeps its d = 128 code);
 // 0: on unified_attention_fa2 (mma.sync)
 #define UA_WS_SMALL 0
+#endif
+#ifndef UA_WS_BIG
+// 0 (default): d 192 / 256 on unified_attention_fa2 (mma.sync, BM = 64); 1 or 2: on the
+// warp-specialized kernel unified_attention_ws_big (attn_ws_big; candidate plans in
+// bench/hopper/uattn/big): 1 with unified_attention_fa2 still launched for the short d <= 80
+// sequences (a fourth launch), 2 with unified_attention_ws_small taking every d <= 80 length, so
+// the plan keeps three launches (ws_small, ws_big, ws). The default's machine code is the
+// shipped one (checked with bench/nvrtc_check.py --hash)
+#define UA_WS_BIG 0
 #endif
 #ifndef UA_WGMMA
 // d = 128 on 1: wgmma, one warpgroup of 64 rows per block (attn_wgmma_d128<1>); 2: wgmma,
@@ -2041,6 +2057,9 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 #if UA_WS_SMALL  // unified_attention_ws takes d <= 80 from 8 pages on (the plan's rule; max_blocks
   if (head_size <= 80 && max_blocks >= 10) return;  // = ceil(seq_len / 16) + 2)
 #endif
+#if UA_WS_BIG  // d 192 / 256: unified_attention_ws_big (the plan gives this
+  if (head_size >= 192) return;     // launch one block there, or does not run it)
+#endif
 #if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
 #endif
@@ -2125,8 +2144,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                                int* __restrict__ cu, int num_query_heads, int num_kv_heads,
                                int head_size, int block_size, int max_blocks, int num_seqs) {
   extern __shared__ __align__(128) unsigned char smem[];
+#if UA_WS_BIG == 2  // every d <= 80 length here: the plan of UA_WS_BIG 2 does
+  // not launch unified_attention_fa2 (its second launch is unified_attention_ws_big)
+  const bool work = block_size == 16 && (head_size == 64 || head_size == 72 || head_size == 80);
+#else
   const bool work = block_size == 16 && max_blocks >= 10 &&
                     (head_size == 64 || head_size == 72 || head_size == 80);
+#endif
   long long qs = -1;
   if (num_seqs > 0) {
     const int t = threadIdx.x;
@@ -2182,6 +2206,463 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                   num_kv_heads, head_size, max_blocks, smem, qs);
 }
 #endif
+
+#if UA_WS_BIG
+// ------------------------------------------------------------------------------------------
+// d = 192, 256, warp-specialized (UA_WS_BIG = 1; kernel unified_attention_ws_big, 384 threads,
+// grid (hq, ceil(seq_len / 128), sequences), longest q tiles first): attn_ws_small's design
+// (producer warpgroup with cp.async on full / empty mbarriers through the 16-row page table; two
+// consumer warpgroups of 64 query rows; P = bf16 hi + lo, two P V products per tile, which the
+// tolerance requires (header); S_t issued before P_{t-1} V_{t-1}; online softmax; causal mask on
+// the tiles that cross the diagonal or the sequence end), with what the registers force:
+// - O is 64 x d fp32 per warpgroup: d / 2 = 128 (d 256) / 96 (d 192) registers per consumer
+//   thread. Q's A fragments would be another d / 4 (64 / 48), so S = Q K^T is an SS wgmma (Q read
+//   from shared memory every tile) and the tiles are UA_WB_BN = 32 keys: S 16 + P_{t-1} hi / lo
+//   16 (in flight in the P V group) + P_t hi / lo 16 being built, so the consumer's peak stays
+//   near 128 + 48 + addresses and softmax state under setmaxnreg's 232. 48- and 64-key tiles
+//   (UA_WB_BN 48 / 64, S as m64n48k16 / m64n64k16; 3 / 2 stages) add 24 / 48 registers at d 256
+//   and halve / third Q's per-key shared-memory reads: options to measure.
+// - Every tile (Q of a warpgroup: 64 rows; K_t, V_t: BN rows) is d / 64 panels of 128-byte rows
+//   with the 128-byte swizzle (16-byte chunk c of row r at panel c / 8, chunk (c % 8) ^ (r % 8)):
+//   d = 192 is 3 panels, 256 is 4, no pad columns. S's k16 step kk reads panel kk / 4 of Q and
+//   K (K-major, SBO 1024); P V is ONE m64n{d}k16 per 16 keys and P term (V MN-major, the panels
+//   LBO = BN x 128 bytes apart, as attn_ws_d128's two-panel n128).
+// - Shared memory: 1 KiB barriers / alignment slack + Q 2 x 64 x d + UA_WB_NS stages of a K and
+//   a V tile (BN x d each): d 256, 32 keys, 4 stages: 1024 + 65536 + 131072 = 197632 bytes.
+// - Producer (40 registers, the launch's 168 x 384 budget with the consumers' 232): per tile the
+//   BN / 16 block-table entries once (shared by the K and V copies), then BN x d / 8 / 128
+//   16-byte copies per thread for K and as many for V (copy i of thread t: chunk t + 128 i of
+//   the tile, row (t + 128 i) / (d / 8)).
+// - UA_WB_PP (default 1): the consumers take turns issuing their wgmma (named barriers 1 / 2),
+//   as attn_ws_small; 0: both issue freely.
+#ifndef UA_WB_BN
+#define UA_WB_BN 32
+#endif
+#ifndef UA_WB_NS
+#define UA_WB_NS 4
+#endif
+#ifndef UA_WB_PP
+#define UA_WB_PP 1
+#endif
+#ifndef UA_WB_SKIP
+// 1: a warpgroup does not issue the wgmma of the tiles wholly after its rows (warpgroup 0 of a
+// diagonal q tile: up to 64 keys); 0: it computes them and masks them as attn_ws_small does
+#define UA_WB_SKIP 1
+#endif
+#ifndef UA_WB_PREG
+#define UA_WB_PREG 40
+#endif
+#ifndef UA_WB_CREG
+#define UA_WB_CREG 232
+#endif
+static_assert(UA_WB_BN == 32 || UA_WB_BN == 48 || UA_WB_BN == 64, "UA_WB_BN: 32, 48 or 64");
+static_assert(UA_WB_PREG * 128 + UA_WB_CREG * 256 <= 168 * 384, "setmaxnreg: the launch's registers");
+
+#ifndef KOPT_EMU
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float* d, unsigned long long da,
+                                                   unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n48k16_ss(float* d, unsigned long long da,
+                                                   unsigned long long db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23"
+      "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n192k16_rs_t(float* d, const unsigned (&a)[4],
+                                                      unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, {%96, %97, %98, %99}, %100, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void wgmma_m64n256k16_rs_t(float* d, const unsigned (&a)[4],
+                                                      unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
+        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
+        "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
+        "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#endif  // KOPT_EMU
+
+// Byte offset of 16-byte chunk c (columns 8c .. 8c + 7) of row r of a ROWS-row tile of 64-column
+// 128-byte-swizzled panels.
+template <int ROWS>
+__device__ __forceinline__ unsigned wb_off(int r, int c) {
+  return (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+
+template <int D>
+__device__ __forceinline__ void attn_ws_big(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
+    const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
+    const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
+  constexpr int BM = 128, BN = UA_WB_BN, NS = UA_WB_NS;
+  constexpr int CH = D / 8;         // 16-byte chunks of a row
+  constexpr int KS = D / 16;        // k16 steps of S
+  constexpr int NO = D / 2;         // O accumulator registers per thread
+  constexpr int TBQ = 64 * D * 2;   // bytes of one warpgroup's Q tile
+  constexpr int TB = BN * D * 2;    // bytes of one K or V tile
+  static_assert(1024 + 2 * TBQ + 2 * NS * TB <= 232448, "shared memory: fewer stages or keys");
+  const int h = blockIdx.x, seq = blockIdx.z;
+  const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
+  const int len = seqused_k[seq];
+  const int r0 = qt * BM;
+  if (r0 >= len) return;  // uniform across the block
+#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+  cu += 4;
+#endif
+  const long long qs = cu[seq];
+  const int hk = h / (hq / hkv);
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  // Barriers (8 bytes each) at the start: fullQ, fullK[NS], fullV[NS], empty[NS]; then Q of
+  // both consumer warpgroups and the ring, 1024-aligned (the plan adds the slack).
+  const unsigned base = smem_u32(smem);
+  const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
+  const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
+  const unsigned sR = sQ + 2 * TBQ;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
+  const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
+  if (tid == 0) {
+    mbar_init(bQ, 128);
+    for (int s = 0; s < NS; ++s) {
+      mbar_init(bK + 8 * s, 128);
+      mbar_init(bV + 8 * s, 128);
+      mbar_init(bE + 8 * s, 8);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (tid < 128) {  // the producer warpgroup
+    setmaxnreg_dec<UA_WB_PREG>();
+    // Thread t copies chunk t % 8 of every panel of rows t / 8 + 16 i (of a K / V tile: page i),
+    // so its swizzled position, its row within the page and its page are fixed per pass: per
+    // tile two 64-bit row addresses (K, V) per page and immediate panel offsets (a mapping with
+    // a chunk index t + 128 i per copy spilled the producer's 40 registers at d 192)
+    const int cc = tid & 7, rr = tid >> 3;
+    const unsigned dst_off = rr * 128 + ((cc ^ (rr & 7)) << 4);
+#pragma unroll
+    for (int i = 0; i < BM / 16; ++i) {  // Q: 128 rows (warpgroup row / 64's tile)
+      const int row = rr + 16 * i, r = r0 + row;
+      const bool ok = r < len;
+      const __nv_bfloat16* src = q + ((qs + r) * hq + h) * D + cc * 8;
+#pragma unroll
+      for (int p = 0; p < D / 64; ++p)
+        cp_async16(sQ + (row >> 6) * TBQ + p * (64 * 128) + (row & 63) * 128 +
+                       ((cc ^ (row & 7)) << 4),
+                   ok ? src + 64 * p : q, ok ? 16 : 0);
+    }
+    cp_async_mbar_arrive(bQ);
+    // K / V chunk cc of panel p of cache row cr (block * 16 + row in block) of head hk at kh / vh
+    // + cr * rs + 64 p: one 32 x 32 -> 64-bit multiply-add per page (32-bit cache rows)
+    const __nv_bfloat16* const kh = k_cache + hk * D + cc * 8;
+    const __nv_bfloat16* const vh = v_cache + hk * D + cc * 8;
+    const int rs = hkv * D;
+#pragma unroll 1
+    for (int t = 0; t < ntiles; ++t) {
+      const int s = t % NS;
+      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
+      const int j0 = t * BN;
+      const int nv = len - j0 - rr;  // row rr + 16 i exists when 16 i < nv
+      const unsigned dk = sR + 2 * s * TB;
+      // The block-table entries are read again for V (L1 hits), as attn_ws_small does
+      auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
+#pragma unroll
+        for (int i = 0; i < BN / 16; ++i) {
+          const bool ok = 16 * i < nv;
+          const int cr = ok ? block_table[bt_row + (j0 >> 4) + i] * 16 + rr : 0;
+          const __nv_bfloat16* rp = src + static_cast<long long>(cr) * rs;
+#pragma unroll
+          for (int p = 0; p < D / 64; ++p)
+            cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p,
+                       ok ? 16 : 0);
+        }
+      };
+      copy_tile(kh, dk);
+      cp_async_mbar_arrive(bK + 8 * s);
+      copy_tile(vh, dk + TB);
+      cp_async_mbar_arrive(bV + 8 * s);
+    }
+    return;
+  }
+
+  setmaxnreg_inc<UA_WB_CREG>();
+  const int ct = tid - 128, wg = ct >> 7, wl = (ct >> 5) & 3;
+  const unsigned sQw = sQ + wg * TBQ;
+  const int wrow_lo = r0 + 64 * wg + 16 * wl;
+  // UA_WB_SKIP: tiles that start after the warpgroup's last row are masked whole; their S and
+  // P V products are not issued (the mask below still sets S to -inf, so P = 0 and the stage
+  // protocol, the ping-pong turns and the softmax state are as if they ran)
+  const int wg_last = r0 + 64 * wg + 63;
+  const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
+  float o[NO], sacc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < NO; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+#pragma unroll
+  for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  // P V of the V tile at va: per 16 keys (2048 bytes into every panel) lo then hi, one n = d
+  // wgmma each
+  auto pv_issue = [&](unsigned va) {
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj) {
+      const unsigned long long dv = desc_sw128(va, BN * 128, 1024) + kj * (2048 >> 4);
+      if (D == 256) {
+        if (UA_P_SPLIT) wgmma_m64n256k16_rs_t(o, pl[kj], dv);
+        wgmma_m64n256k16_rs_t(o, ph[kj], dv);
+      } else {
+        if (UA_P_SPLIT) wgmma_m64n192k16_rs_t(o, pl[kj], dv);
+        wgmma_m64n192k16_rs_t(o, ph[kj], dv);
+      }
+    }
+  };
+  const unsigned long long dq0 = desc_sw128(sQw, 16, 1024);
+  mbar_wait(bQ, 0);
+  if (UA_WB_PP) bar_arrive_if(1, 256, wg == 1);  // warpgroup 0 issues first
+  // Iteration t issues S_t and (t > 0) P_{t-1} V_{t-1}; the last P V follows the loop.
+  for (int t = 0; t < ntiles; ++t) {
+    const bool do_pv = t > 0;
+    const int s = t % NS, sp = (t + NS - 1) % NS;
+    mbar_wait(bK + 8 * s, (t / NS) & 1);
+    if (do_pv) mbar_wait(bV + 8 * sp, ((t - 1) / NS) & 1);
+    fence_proxy_async();  // the cp.async (generic proxy) writes, before wgmma reads them
+    if (UA_WB_PP) bar_sync_n(1 + wg, 256);
+    const unsigned long long dk0 = desc_sw128(sR + 2 * s * TB, 16, 1024);
+    const unsigned va = sR + (2 * sp + 1) * TB;
+    fence_regs<NO>(o);
+    fence_regs<BN / 2>(sacc);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    const bool live = !UA_WB_SKIP || t * BN <= wg_last;
+    const bool live_pv = do_pv && (!UA_WB_SKIP || (t - 1) * BN <= wg_last);
+    wgmma_fence();
+    if (live) {
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        // k16 step kk: panel kk / 4, 32 bytes into its 128-byte rows per step
+        const unsigned long long da = dq0 + (kk >> 2) * ((64 * 128) >> 4) + 2 * (kk & 3);
+        const unsigned long long db = dk0 + (kk >> 2) * ((BN * 128) >> 4) + 2 * (kk & 3);
+        if (BN == 32)
+          wgmma_m64n32k16_ss(sacc, da, db, kk > 0);
+        else if (BN == 48)
+          wgmma_m64n48k16_ss(sacc, da, db, kk > 0);
+        else
+          wgmma_m64n64k16_ss(sacc, da, db, kk > 0);
+      }
+    }
+    wgmma_commit();  // an empty group when !live
+    if (do_pv) {
+      wgmma_fence();
+      if (live_pv) pv_issue(va);
+      wgmma_commit();
+    }
+    if (do_pv)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    fence_regs<BN / 2>(sacc);
+    if (UA_WB_PP) bar_arrive_n(2 - wg, 256);  // the other warpgroup's turn, S_t done
+    const int t0 = t * BN;
+    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = wrow_lo + g + (e >> 1) * 8;
+          const int j = t0 + n * 8 + 2 * tig + (e & 1);
+          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+        }
+    }
+    unsigned nh[BN / 16][4], nl[BN / 16][4];
+    float corr[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = m[hf];
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+      m[hf] = mx;
+      const float moff = mx * sl2;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+        sum += p0 + p1;
+        const unsigned hi = pack_bf162(p0, p1);
+        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+        nh[n >> 1][(n & 1) * 2 + hf] = hi;
+        nl[n >> 1][(n & 1) * 2 + hf] =
+            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+      }
+      l[hf] = l[hf] * corr[hf] + sum;
+    }
+    wgmma_wait<0>();  // P_{t-1} V_{t-1} done
+    fence_regs<NO>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      o[4 * d] *= corr[0];
+      o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1];
+      o[4 * d + 3] *= corr[1];
+    }
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ph[kj][e] = nh[kj][e];
+        pl[kj][e] = nl[kj][e];
+      }
+    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+      __syncwarp();
+      mbar_arrive_if(bE + 8 * sp, lane == 0);
+    }
+  }
+  {  // the last P V
+    const int sp = (ntiles - 1) % NS;
+    mbar_wait(bV + 8 * sp, ((ntiles - 1) / NS) & 1);
+    fence_proxy_async();
+    if (UA_WB_PP) bar_sync_n(1 + wg, 256);
+    const unsigned va = sR + (2 * sp + 1) * TB;
+    fence_regs<NO>(o);
+    fence_uregs<BN / 4>(&ph[0][0]);
+    fence_uregs<BN / 4>(&pl[0][0]);
+    wgmma_fence();
+    if (!UA_WB_SKIP || (ntiles - 1) * BN <= wg_last) pv_issue(va);
+    wgmma_commit();
+    if (UA_WB_PP) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
+    wgmma_wait<0>();
+    fence_regs<NO>(o);
+  }
+
+  // The warpgroup's Q tile stages the output in the same chunk layout once all four warps'
+  // wgmma (which read it as the A operand) are done; each warp writes and reads its own 16 rows.
+  bar_sync_n(3 + wg, 128);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = l[hf];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int row = 16 * wl + g + hf * 8;
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      __nv_bfloat162 v =
+          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      sts32(sQw + wb_off<64>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+    }
+  }
+  __syncwarp();
+#pragma unroll 4
+  for (int c = lane; c < 16 * CH; c += 32) {
+    const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
+    if (r >= len) continue;
+    const uint4 v = lds128(sQw + wb_off<64>(row, ch));
+    *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h) * D + ch * 8) = v;
+  }
+}
+
+// UA_WS_BIG = 1: d 192 / 256 in a kernel of their own (so that no shipped kernel's machine code
+// changes; inside unified_attention_ws, attn_ws_small slowed d = 128 by 3-5 %). The candidate
+// plans (bench/hopper/uattn/big) give it the grid (hq, ceil(seq_len / 128), sequences) for d 192
+// / 256 and one block, which returns, for the other head sizes. The prefix sums cu[] come from
+// the plan's first launch (unified_attention_ws_small with num_seqs), which runs before it.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    unified_attention_ws_big(const __nv_bfloat16* __restrict__ q,
+                             const __nv_bfloat16* __restrict__ k_cache,
+                             const __nv_bfloat16* __restrict__ v_cache,
+                             const int* __restrict__ seqused_k, const int* __restrict__ block_table,
+                             __nv_bfloat16* __restrict__ out, const int* __restrict__ cu,
+                             int num_query_heads, int num_kv_heads, int head_size, int block_size,
+                             int max_blocks) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (block_size != 16) return;
+  if (head_size == 256)
+    attn_ws_big<256>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                     num_kv_heads, max_blocks, smem);
+  else if (head_size == 192)
+    attn_ws_big<192>(q, k_cache, v_cache, seqused_k, block_table, out, cu, num_query_heads,
+                     num_kv_heads, max_blocks, smem);
+}
+#endif  // UA_WS_BIG
 
 // attention_forward (configs/bench/attention_forward.json): bidirectional
 // attention over one packed sequence, q, k, v [seq_len, heads, head_dim], no

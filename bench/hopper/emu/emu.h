@@ -576,6 +576,20 @@ inline void wgmma_m64n128k16_ss(float* d, unsigned long long da, unsigned long l
                                 int scale_d) {
   wgmma_ss<128>(d, da, db, scale_d);
 }
+inline void wgmma_m64n32k16_ss(float* d, unsigned long long da, unsigned long long db,
+                               int scale_d) {
+  wgmma_ss<32>(d, da, db, scale_d);
+}
+inline void wgmma_m64n48k16_ss(float* d, unsigned long long da, unsigned long long db,
+                               int scale_d) {
+  wgmma_ss<48>(d, da, db, scale_d);
+}
+inline void wgmma_m64n192k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<192>(d, a, db, 1, true);
+}
+inline void wgmma_m64n256k16_rs_t(float* d, const unsigned (&a)[4], unsigned long long db) {
+  wgmma_rs<256>(d, a, db, 1, true);
+}
 inline void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4], unsigned long long db,
                                 int scale_d) {
   wgmma_rs<128>(d, a, db, scale_d, false);

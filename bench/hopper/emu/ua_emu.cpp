@@ -7,13 +7,15 @@
 // GPU (see emu.h).
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
-//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1 [-DUA_HPAIR=1]] \
+//   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1 [-DUA_HPAIR=1]] [-DUA_WS_SMALL=2 [-DUA_WS_BIG=1|2]] \
 //   [-fsanitize=alignment -fno-sanitize-recover=alignment] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
 //
 // (emu.h checks the alignment and bounds of every shared-memory access against the plan's
 // shared_bytes; the sanitizer option adds the kernels' global 16-byte stores.)
 //
+// --big (UA_WS_BIG builds): the d 192 / 256 cases of unified_attention_ws_big (run_big_cases);
+// UA_EMU_K3=1 runs unified_attention_ws_small first to write the prefix sums, as the plans do.
 // Exit status 0 when every case passes.
 #include <cstdio>
 #include <cstdlib>
@@ -46,11 +48,17 @@ constexpr unsigned kUaWsSmallShared = 22528 + 320 * UA_WS_NS * UA_WS_BN;
 #else
 constexpr unsigned kUaWsSmallShared = 0;
 #endif
+#if UA_WS_BIG  // d 192 / 256 on unified_attention_ws_big: 1 KiB of barriers and alignment slack,
+// Q 2 x 64 x d bf16, UA_WB_NS stages of a K and a V tile of UA_WB_BN x d
+unsigned ua_ws_big_shared(int d) { return 1024 + d * (256 + 4 * UA_WB_NS * UA_WB_BN); }
+#endif
 // The kernel the plan runs for head size d and max_blocks mb (ceil(seq_len / 16) + 2): the
 // warp-specialized one (d = 128 at UA_WGMMA = 3; d <= 80 at UA_WS_SMALL from mb = 10 on), else
 // unified_attention_fa2 (the other launch gets one block, which returns).
 bool ws_path(int d, int mb) {
-  return (UA_WGMMA == 3 && d == 128) || (UA_WS_SMALL && d <= 80 && mb >= 10);
+  return (UA_WGMMA == 3 && d == 128) ||
+         (UA_WS_SMALL && d <= 80 && (mb >= 10 || (UA_WS_SMALL == 2 && UA_WS_BIG == 2))) ||
+         (UA_WS_BIG && d >= 192);
 }
 unsigned af_fa2_shared(int hd) {
   return (256 + 128 * std::min(1, 127 / hd)) * (32 * ((hd + 15) / 16) + 16);
@@ -100,7 +108,7 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   for (int i = 0; i < n; ++i) cu[i + 1] = cu[i] + lens[i];
   std::vector<__nv_bfloat16> out(q.size(), __nv_bfloat16{0x7fc0});  // NaN: unwritten
   const bool wg = (UA_WGMMA && d == 128) || ws_path(d, mb);
-  const int bm = ((UA_WGMMA == 1 && d == 128) || d >= 192) ? 64 : 128;
+  const int bm = ((UA_WGMMA == 1 && d == 128) || (d >= 192 && !UA_WS_BIG)) ? 64 : 128;
   dim3e grid{static_cast<unsigned>(hq), static_cast<unsigned>((maxlen + bm - 1) / bm),
              static_cast<unsigned>(n)};
 #if UA_PERSIST  // the workspace is [work counter, num_seqs, finished blocks, 0, cu...]
@@ -134,6 +142,14 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
         unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
                                    out.data(), cu.data(), hq, hkv, d, 16, mb, 0);
       });
+  } else
+#endif
+#if UA_WS_BIG
+  if (d >= 192) {  // unified_attention_ws_big; with UA_EMU_K3 the prefix sums came from above
+    launch(grid, 384, ua_ws_big_shared(d), [&] {
+      unified_attention_ws_big(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                               cu.data(), hq, hkv, d, 16, mb);
+    });
   } else
 #endif
   if (ws_path(d, mb))  // the warp-specialized kernel (the plan's fa2 launch returns)
@@ -260,6 +276,23 @@ bool run_small_cases() {
   return ok;
 }
 
+// UA_WS_BIG: causal paged cases for d 192 / 256 on unified_attention_ws_big: several sequences
+// per launch, lengths that are not multiples of the 32-key tile, the 64-row warpgroup or the
+// 128-row block (1-token and 15 / 17-token sequences: one page, a partial second page), GQA,
+// and enough tiles for the 4-stage ring to wrap many times.
+bool run_big_cases() {
+  bool ok = true;
+  ok &= run_unified({300, 129, 1, 64}, 4, 2, 256, 41);
+  ok &= run_unified({257, 17, 200}, 2, 1, 192, 42);
+  ok &= run_unified({130, 15, 7, 128}, 3, 3, 256, 43);
+  ok &= run_unified({461}, 2, 1, 192, 44);
+  ok &= run_unified({72}, 4, 1, 256, 45);      // s14's length
+  ok &= run_unified({333, 96}, 8, 2, 256, 46);  // hq 8 / hkv 2 (s8's group of 8)
+  ok &= run_unified({200, 77}, 4, 2, 128, 1);  // the d = 128 kernel in the same build
+  ok &= run_unified({113, 7}, 2, 1, 72, 37);   // d <= 80 (7 tokens: UA_WS_BIG 2 routing)
+  return ok;
+}
+
 // level 0: small cases (the CTest, tests/cli/bench_baseline_emu_test.cpp), 1: the d 128 case
 // of level 2 only (--quick), 2: every case.
 bool run_cases(int level) {
@@ -289,6 +322,7 @@ bool run_cases(int level) {
   ok &= run_forward(150, 2, 72, 6);
   ok &= run_forward(70, 1, 128, 7);
   if (UA_WS_SMALL) ok &= run_small_cases();
+  if (UA_WS_BIG) ok &= run_big_cases();
   return ok;
 }
 
@@ -315,6 +349,7 @@ int main(int argc, char** argv) {
     return run_unified(lens, hq, hkv, 128, 22) ? 0 : 1;
   }
   if (argc > 1 && std::string(argv[1]) == "--small") return run_small_cases() ? 0 : 1;
+  if (argc > 1 && std::string(argv[1]) == "--big") return run_big_cases() ? 0 : 1;
   if (argc > 3 && std::string(argv[1]) == "--dlens") {  // --dlens D L1,L2,... [hq hkv]
     std::vector<int> lens;
     for (const char* c = argv[3]; *c;) {
