@@ -645,9 +645,9 @@ template <bool SPLIT>
 __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
                                              const float* __restrict__ b_scales,
                                              float* __restrict__ out, int M, int N, int G,
-                                             unsigned base, unsigned bars, int c,
-                                             const plan_t& p, int u0, unsigned epoch,
-                                             unsigned char* ws, unsigned* flags) {
+                                             unsigned base, unsigned bars, int c, const plan_t& p,
+                                             int u0, unsigned epoch, unsigned char* ws,
+                                             unsigned* flags) {
   const int tid = threadIdx.x & 127, w = tid >> 5, lane = tid & 31, gq = lane >> 2, t = lane & 3;
   const int tr8 = (M + 127) / 128, ts8 = (N + 127) / 128, tiles8 = tr8 * ts8;
   float tq[2][64];
@@ -891,7 +891,8 @@ __device__ __forceinline__ void fp8_producer(const plan_t& p, int u0, int units,
   for (int u = SPLIT ? u0 : (int)blockIdx.x; u < (SPLIT ? units : tiles8); u += gridDim.x) {
     int tr, ts;
     tile_coords(SPLIT ? u % tiles8 : u, tr8, ts8, tr, ts);
-    const int g0 = SPLIT ? (u / tiles8) * p.gps : 0, g1 = SPLIT ? min(p.groups, g0 + p.gps) : p.groups;
+    const int g0 = SPLIT ? (u / tiles8) * p.gps : 0,
+              g1 = SPLIT ? min(p.groups, g0 + p.gps) : p.groups;
     for (int g = g0; g < g1; ++g, ++it) {
       const int s = it % ST8;
       if (it >= ST8) mbar_wait(bars + 8 * (STAGES + s), ((it / ST8) - 1) & 1);
@@ -948,7 +949,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                    : "memory");
 #if FP8
       if (use_fp8(p)) {  // FP8 path: one 128-wide K group of A and B per stage
-#if FP8_SMALL >= 2  // one branch, uniform over the grid; each loop as in its own build
+#if FP8_SMALL >= 2       // one branch, uniform over the grid; each loop as in its own build
         if (p.splits == 1)
           fp8_producer<false>(p, u0, units, M, N, base, bars, maps);
         else

@@ -69,13 +69,13 @@
 //   unified_attention_ws, from 113 tokens on (the plan's rule); 2 puts it in a kernel of its own,
 //   unified_attention_ws_small, which leaves unified_attention_ws's machine code as shipped
 //   (candidate plans in bench/hopper/uattn/small: a fourth launch, or the first launch in place of
-//   unified_attention_cu, writing the prefix sums itself). Measured (H200, 2026-12-04 01:30 UTC, kopt
-//   eval --seeds 1, bench/hopper/uattn/small/NOTES.md): UA_WS_SMALL = 1 with UA_WS_PP = 1 correct
-//   on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 / 6429,
-//   but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles attn_ws_d128
-//   differently beside it. UA_WS_SMALL = 2 in the three-launch plan (the config's since
-//   2026-12-04 02:20 UTC; bench/suite/results/2026-12-04/uasmall/): correct on all 25, 32.5 % of
-//   speed of light weighted; same run against the previous default: s5 1058.2 against 1537.5 us,
+//   unified_attention_cu, writing the prefix sums itself). Measured (H200, 2026-12-04 01:30 UTC,
+//   kopt eval --seeds 1, bench/hopper/uattn/small/NOTES.md): UA_WS_SMALL = 1 with UA_WS_PP = 1
+//   correct on s5, s6, s15, s22, s20, s21; s5 1057 against 1540 us, s6 4591 / 6715, s22 4456 /
+//   6429, but d = 128 3-5 % slower (s20 891 / 865 us, s21 120.0 / 114.1): ptxas compiles
+//   attn_ws_d128 differently beside it. UA_WS_SMALL = 2 in the three-launch plan (the config's
+//   since 2026-12-04 02:20 UTC; bench/suite/results/2026-12-04/uasmall/): correct on all 25, 32.5 %
+//   of speed of light weighted; same run against the previous default: s5 1058.2 against 1537.5 us,
 //   s6 4566 / 6662, s22 4337 / 6372, the others unchanged (s20 821.3 / 821.4, s15 11.1 / 11.5).
 // - UA_WS_BIG (default 0 = d 192 / 256 on the mma.sync path above, BM = 64): 1 or 2 run them on
 //   the warp-specialized kernel unified_attention_ws_big (attn_ws_big: S = Q K^T as SS wgmma,
@@ -1670,7 +1670,8 @@ __device__ __forceinline__ void attn_ws_d128(
 #define UA_WS_CREG 232
 #endif
 static_assert(UA_WS_BN == 64 || UA_WS_BN == 128, "UA_WS_BN: 64 or 128");
-static_assert(UA_WS_PREG * 128 + UA_WS_CREG * 256 <= 168 * 384, "setmaxnreg: the launch's registers");
+static_assert(UA_WS_PREG * 128 + UA_WS_CREG * 256 <= 168 * 384,
+              "setmaxnreg: the launch's registers");
 
 #ifndef KOPT_EMU
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4],
@@ -1746,7 +1747,7 @@ __device__ __forceinline__ void attn_ws_small(
     const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
     const int* __restrict__ cu, int hq, int hkv, const int D, int max_blocks, unsigned char* smem,
     long long qs_given = -1) {  // the sequence's first query row, or -1: read it from cu
-  constexpr int DP = 80;  // padded head size: a 128-byte panel and a 32-byte tail panel
+  constexpr int DP = 80;        // padded head size: a 128-byte panel and a 32-byte tail panel
   constexpr int BM = 128, BN = UA_WS_BN, NS = UA_WS_NS;
   constexpr int CHP = DP / 8;       // 16-byte chunks of a padded row
   constexpr int KS = DP / 16;       // k16 steps of S
@@ -1761,7 +1762,7 @@ __device__ __forceinline__ void attn_ws_small(
   const int len = seqused_k[seq];
   const int r0 = qt * BM;
   if (r0 >= len) return;  // uniform across the block
-#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+#if UA_PERSIST            // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
 #endif
   const long long qs = qs_given >= 0 ? qs_given : cu[seq];
@@ -1773,7 +1774,7 @@ __device__ __forceinline__ void attn_ws_small(
   const unsigned base = smem_u32(smem);
   const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
   const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
-  const unsigned sR = sQ + 2 * TBQ;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const unsigned sR = sQ + 2 * TBQ;     // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
   const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
   if (tid == 0) {
@@ -1918,8 +1919,8 @@ __device__ __forceinline__ void attn_ws_small(
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       // k16 step kk: 32 bytes into the 128-byte panel's rows, or the tail panel (kk = 4)
-      const unsigned long long dk = kk < 4 ? ws_desc(ka, 16, 1024, 1) + 2 * kk
-                                           : ws_desc(ka + BN * 128, 16, 256, 3);
+      const unsigned long long dk =
+          kk < 4 ? ws_desc(ka, 16, 1024, 1) + 2 * kk : ws_desc(ka + BN * 128, 16, 256, 3);
       if (BN == 128)
         wgmma_m64n128k16_rs(sacc, qf[kk], dk, kk > 0);
       else
@@ -2057,8 +2058,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 #if UA_WS_SMALL  // unified_attention_ws takes d <= 80 from 8 pages on (the plan's rule; max_blocks
   if (head_size <= 80 && max_blocks >= 10) return;  // = ceil(seq_len / 16) + 2)
 #endif
-#if UA_WS_BIG  // d 192 / 256: unified_attention_ws_big (the plan gives this
-  if (head_size >= 192) return;     // launch one block there, or does not run it)
+#if UA_WS_BIG                    // d 192 / 256: unified_attention_ws_big (the plan gives this
+  if (head_size >= 192) return;  // launch one block there, or does not run it)
 #endif
 #if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
@@ -2195,7 +2196,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     sts32(part + 4 * t, static_cast<unsigned>(sum));
     __syncthreads();
     for (int n = 256; n > 0; n >>= 1) {  // 384 = 256 + 128: fold the top 128 in first
-      if (t < n && t + n < 384) sts32(part + 4 * t, lds32(part + 4 * t) + lds32(part + 4 * (t + n)));
+      if (t < n && t + n < 384)
+        sts32(part + 4 * t, lds32(part + 4 * t) + lds32(part + 4 * (t + n)));
       __syncthreads();
     }
     qs = static_cast<int>(lds32(part));
@@ -2256,7 +2258,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #define UA_WB_CREG 232
 #endif
 static_assert(UA_WB_BN == 32 || UA_WB_BN == 48 || UA_WB_BN == 64, "UA_WB_BN: 32, 48 or 64");
-static_assert(UA_WB_PREG * 128 + UA_WB_CREG * 256 <= 168 * 384, "setmaxnreg: the launch's registers");
+static_assert(UA_WB_PREG * 128 + UA_WB_CREG * 256 <= 168 * 384,
+              "setmaxnreg: the launch's registers");
 
 #ifndef KOPT_EMU
 __device__ __forceinline__ void wgmma_m64n32k16_ss(float* d, unsigned long long da,
@@ -2325,7 +2328,8 @@ __device__ __forceinline__ void wgmma_m64n256k16_rs_t(float* d, const unsigned (
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
       "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
@@ -2341,11 +2345,11 @@ __device__ __forceinline__ void wgmma_m64n256k16_rs_t(float* d, const unsigned (
         "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
         "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
         "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
-        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
-        "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-        "+f"(d[126]), "+f"(d[127])
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 #endif  // KOPT_EMU
@@ -2364,18 +2368,18 @@ __device__ __forceinline__ void attn_ws_big(
     const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
     const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
   constexpr int BM = 128, BN = UA_WB_BN, NS = UA_WB_NS;
-  constexpr int CH = D / 8;         // 16-byte chunks of a row
-  constexpr int KS = D / 16;        // k16 steps of S
-  constexpr int NO = D / 2;         // O accumulator registers per thread
-  constexpr int TBQ = 64 * D * 2;   // bytes of one warpgroup's Q tile
-  constexpr int TB = BN * D * 2;    // bytes of one K or V tile
+  constexpr int CH = D / 8;        // 16-byte chunks of a row
+  constexpr int KS = D / 16;       // k16 steps of S
+  constexpr int NO = D / 2;        // O accumulator registers per thread
+  constexpr int TBQ = 64 * D * 2;  // bytes of one warpgroup's Q tile
+  constexpr int TB = BN * D * 2;   // bytes of one K or V tile
   static_assert(1024 + 2 * TBQ + 2 * NS * TB <= 232448, "shared memory: fewer stages or keys");
   const int h = blockIdx.x, seq = blockIdx.z;
   const int qt = gridDim.y - 1 - blockIdx.y;  // longest tiles first
   const int len = seqused_k[seq];
   const int r0 = qt * BM;
   if (r0 >= len) return;  // uniform across the block
-#if UA_PERSIST  // the workspace's prefix sums follow the work counter, num_seqs, ...
+#if UA_PERSIST            // the workspace's prefix sums follow the work counter, num_seqs, ...
   cu += 4;
 #endif
   const long long qs = cu[seq];
@@ -2387,7 +2391,7 @@ __device__ __forceinline__ void attn_ws_big(
   const unsigned base = smem_u32(smem);
   const unsigned bQ = base, bK = base + 8, bV = bK + 8 * NS, bE = bV + 8 * NS;
   const unsigned sQ = (base + 8 * (1 + 3 * NS) + 1023u) & ~1023u;
-  const unsigned sR = sQ + 2 * TBQ;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const unsigned sR = sQ + 2 * TBQ;     // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
   const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
   if (tid == 0) {
@@ -2416,9 +2420,9 @@ __device__ __forceinline__ void attn_ws_big(
       const __nv_bfloat16* src = q + ((qs + r) * hq + h) * D + cc * 8;
 #pragma unroll
       for (int p = 0; p < D / 64; ++p)
-        cp_async16(sQ + (row >> 6) * TBQ + p * (64 * 128) + (row & 63) * 128 +
-                       ((cc ^ (row & 7)) << 4),
-                   ok ? src + 64 * p : q, ok ? 16 : 0);
+        cp_async16(
+            sQ + (row >> 6) * TBQ + p * (64 * 128) + (row & 63) * 128 + ((cc ^ (row & 7)) << 4),
+            ok ? src + 64 * p : q, ok ? 16 : 0);
     }
     cp_async_mbar_arrive(bQ);
     // K / V chunk cc of panel p of cache row cr (block * 16 + row in block) of head hk at kh / vh
@@ -2442,8 +2446,7 @@ __device__ __forceinline__ void attn_ws_big(
           const __nv_bfloat16* rp = src + static_cast<long long>(cr) * rs;
 #pragma unroll
           for (int p = 0; p < D / 64; ++p)
-            cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p,
-                       ok ? 16 : 0);
+            cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p, ok ? 16 : 0);
         }
       };
       copy_tile(kh, dk);

@@ -50,7 +50,9 @@ constexpr unsigned kUaWsSmallShared = 0;
 #endif
 #if UA_WS_BIG  // d 192 / 256 on unified_attention_ws_big: 1 KiB of barriers and alignment slack,
 // Q 2 x 64 x d bf16, UA_WB_NS stages of a K and a V tile of UA_WB_BN x d
-unsigned ua_ws_big_shared(int d) { return 1024 + d * (256 + 4 * UA_WB_NS * UA_WB_BN); }
+unsigned ua_ws_big_shared(int d) {
+  return 1024 + d * (256 + 4 * UA_WB_NS * UA_WB_BN);
+}
 #endif
 // The kernel the plan runs for head size d and max_blocks mb (ceil(seq_len / 16) + 2): the
 // warp-specialized one (d = 128 at UA_WGMMA = 3; d <= 80 at UA_WS_SMALL from mb = 10 on), else
@@ -128,8 +130,8 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   if (k3) {
     std::vector<int> cuk(cu.size(), -7);  // not zero: every entry must be written
     launch(small ? grid : dim3e{1, 1, 1}, 384, small ? kUaWsSmallShared : 4096u, [&] {
-      unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(),
-                                 out.data(), cuk.data(), hq, hkv, d, 16, mb, n);
+      unified_attention_ws_small(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
+                                 cuk.data(), hq, hkv, d, 16, mb, n);
     });
     if (cuk != cu) {
       std::printf("unified_attention_ws_small: the prefix sums it wrote differ from the host's\n");
@@ -145,14 +147,14 @@ bool run_unified(std::vector<int> lens, int hq, int hkv, int d, unsigned seed) {
   } else
 #endif
 #if UA_WS_BIG
-  if (d >= 192) {  // unified_attention_ws_big; with UA_EMU_K3 the prefix sums came from above
+      if (d >= 192) {  // unified_attention_ws_big; with UA_EMU_K3 the prefix sums came from above
     launch(grid, 384, ua_ws_big_shared(d), [&] {
       unified_attention_ws_big(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                                cu.data(), hq, hkv, d, 16, mb);
     });
   } else
 #endif
-  if (ws_path(d, mb))  // the warp-specialized kernel (the plan's fa2 launch returns)
+      if (ws_path(d, mb))  // the warp-specialized kernel (the plan's fa2 launch returns)
     launch(grid, 384, d <= 80 ? kUaWsSmallShared : kUaWsShared, [&] {
       unified_attention_ws(q.data(), kc.data(), vc.data(), lens.data(), bt.data(), out.data(),
                            cu.data(), hq, hkv, d, 16, mb);
@@ -286,10 +288,10 @@ bool run_big_cases() {
   ok &= run_unified({257, 17, 200}, 2, 1, 192, 42);
   ok &= run_unified({130, 15, 7, 128}, 3, 3, 256, 43);
   ok &= run_unified({461}, 2, 1, 192, 44);
-  ok &= run_unified({72}, 4, 1, 256, 45);      // s14's length
+  ok &= run_unified({72}, 4, 1, 256, 45);       // s14's length
   ok &= run_unified({333, 96}, 8, 2, 256, 46);  // hq 8 / hkv 2 (s8's group of 8)
-  ok &= run_unified({200, 77}, 4, 2, 128, 1);  // the d = 128 kernel in the same build
-  ok &= run_unified({113, 7}, 2, 1, 72, 37);   // d <= 80 (7 tokens: UA_WS_BIG 2 routing)
+  ok &= run_unified({200, 77}, 4, 2, 128, 1);   // the d = 128 kernel in the same build
+  ok &= run_unified({113, 7}, 2, 1, 72, 37);    // d <= 80 (7 tokens: UA_WS_BIG 2 routing)
   return ok;
 }
 
