@@ -77,6 +77,10 @@
 //   since 2026-12-04 02:20 UTC; bench/suite/results/2026-12-04/uasmall/): correct on all 25, 32.5 %
 //   of speed of light weighted; same run against the previous default: s5 1058.2 against 1537.5 us,
 //   s6 4566 / 6662, s22 4337 / 6372, the others unchanged (s20 821.3 / 821.4, s15 11.1 / 11.5).
+// - UA_WS128_BN (parameter of the UA_WGMMA = 3 path, default 64): 128 gives attn_ws_d128 128-key
+//   tiles, with P lo through a shared-memory buffer per consumer warpgroup (SS wgmma) so that the
+//   registers hold (see attn_ws_d128, bench/hopper/uattn/bn128/NOTES.md). CPU-verified in the
+//   emulator only; not yet run on a GPU, so the config does not list it.
 // - UA_WS_BIG (default 0 = d 192 / 256 on the mma.sync path above, BM = 64): 1 or 2 run them on
 //   the warp-specialized kernel unified_attention_ws_big (attn_ws_big: S = Q K^T as SS wgmma,
 //   O 64 x d fp32 in registers, 32-key tiles, 4 stages, ping-pong; see there), routed by the
@@ -924,9 +928,20 @@ __device__ __forceinline__ void attn_wgmma_d128(
 #if UA_HPAIR && UA_PERSIST != 1
 #error "UA_HPAIR needs UA_PERSIST = 1 (the items come from the persistent blocks' counter)"
 #endif
+#ifndef UA_WS128_BN
+// keys per tile of attn_ws_d128. 128 (bench/hopper/uattn/bn128/NOTES.md): P hi stays in
+// registers, P lo goes through a 16 KiB shared-memory buffer per consumer warpgroup and its P V
+// product is an SS wgmma, which frees the registers a 128-key hi + lo tile would need; the ring
+// is 2 stages of 64 KiB whose K and V halves are released separately (K_t once S_t completes),
+// so K stays one tile ahead as with 3 stages of 64 keys
+#define UA_WS128_BN 64
+#endif
+#if UA_WS128_BN != 64 && UA_WS128_BN != 128
+#error "UA_WS128_BN: 64 or 128"
+#endif
 #ifndef UA_NS
-// K / V ring stages of the warp-specialized path (32 KiB each)
-#define UA_NS 3
+// K / V ring stages of the warp-specialized path (2 x 16 KiB each; 2 x 32 KiB at UA_WS128_BN 128)
+#define UA_NS (UA_WS128_BN == 128 ? 2 : 3)
 #endif
 #ifndef UA_PINGPONG
 #define UA_PINGPONG 0
@@ -952,6 +967,9 @@ __device__ __forceinline__ void attn_wgmma_d128(
 #ifndef UA_LO_TAU
 // UA_LO_SKIP's target for the standard deviation of a skipped lo's error in one output (atol / 4)
 #define UA_LO_TAU 2.5e-5f
+#endif
+#if UA_WS128_BN == 128 && (UA_PERSIST != 1 || UA_LO_SKIP != 0 || UA_S_RS != 1 || UA_PINGPONG)
+#error "UA_WS128_BN = 128 needs UA_PERSIST = 1, UA_LO_SKIP = 0, UA_S_RS = 1, UA_PINGPONG = 0"
 #endif
 
 #ifndef KOPT_EMU
@@ -1069,6 +1087,28 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_t_h(float* d, const unsigned
         "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+#if UA_WS128_BN == 128
+// O += P V with A = P lo from shared memory (K-major descriptor), B = V MN-major (UA_WS128_BN).
+__device__ __forceinline__ void wgmma_m64n128k16_ss_t(float* d, unsigned long long da,
+                                                      unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db));
+}
+// S = Q K^T over 128 keys (defined with attn_ws_small's wrappers below)
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float* d, const unsigned (&a)[4],
+                                                    unsigned long long db, int scale_d);
+#if !UA_WS_SMALL
+#error "UA_WS128_BN = 128 uses wgmma_m64n128k16_rs, defined under UA_WS_SMALL"
+#endif
+#endif
 #endif  // KOPT_EMU
 
 // The bf16 pair u as an fp16 pair (exact for 2^-14 <= |x| <= 65504; V ~ N(0, 1) here).
@@ -1081,9 +1121,13 @@ __device__ __forceinline__ void attn_ws_d128(
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
     const int* __restrict__ block_table, __nv_bfloat16* __restrict__ out,
     const int* __restrict__ cu, int hq, int hkv, int max_blocks, unsigned char* smem) {
-  constexpr int D = 128, BM = 128, BN = 64, CH = D / 8, NS = UA_NS;
-  constexpr int TB = BN * D * 2;   // bytes of one K or V tile (16 KiB)
-  constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile or of a WG's Q
+  constexpr int D = 128, BM = 128, BN = UA_WS128_BN, CH = D / 8, NS = UA_NS;
+  constexpr int TB = BN * D * 2;   // bytes of one K or V tile (16 KiB; 32 at BN = 128)
+  constexpr int PANEL = BN * 128;  // bytes of one 64-column panel of a tile
+  // Q: 2 x 16 KiB per buffer, one 64-row x 128-byte panel per warpgroup and 64 columns, panels
+  // PANEL apart as in a K tile (so the producer's chunk offset serves both); at BN = 128 the two
+  // warpgroups' panels interleave (warpgroup offset QWG = 8 KiB)
+  constexpr int QB = 64 * D * 2, QWG = BN == 64 ? QB : 64 * 128;
 #if UA_PERSIST
   // Persistent: cu is the plan's workspace [counter, num_seqs, finished blocks, 0, prefix
   // sums...] (written by unified_attention_cu; the last block to finish zeroes the counters
@@ -1101,10 +1145,14 @@ __device__ __forceinline__ void attn_ws_d128(
   // cudaErrorMisalignedAddress on the H200, 2026-12-03); the Q buffers 2 x (2 x 16 KiB) and the
   // ring, 1024-aligned.
   const unsigned base = smem_u32(smem);
-  const unsigned bQ = base, bK = base + 16, bV = bK + 8 * NS, bE = bV + 8 * NS, bQE = bE + 8 * NS;
+  const unsigned bQ = base, bK = base + 16, bV = bK + 8 * NS, bE = bV + 8 * NS;
+  // BN = 128: bE releases a stage's K, bEV its V
+  const unsigned bEV = bE + 8 * NS, bQE = bE + 8 * NS * (BN == 128 ? 2 : 1);
   const unsigned s_item = (bQE + 16 + 15u) & ~15u;
   const unsigned sQ = (s_item + 32 + 1023u) & ~1023u;
-  const unsigned sR = sQ + 4 * TB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  const unsigned sR = sQ + 4 * QB;  // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
+  // BN = 128: the consumer warpgroups' P lo buffers (16 KiB each) after the ring
+  const unsigned sPl = sR + 2 * NS * TB;
   int h = 0, seq = 0, len = 0, r0 = 0, hk = 0, ntiles = 0, bt_row = 0;  // the producer's 40 regs
   long long qs = 0;
 #if UA_HPAIR
@@ -1133,6 +1181,7 @@ __device__ __forceinline__ void attn_ws_d128(
       mbar_init(bK + 8 * s, 128);
       mbar_init(bV + 8 * s, 128);
       mbar_init(bE + 8 * s, 8);
+      if (BN == 128) mbar_init(bEV + 8 * s, 8);
     }
     mbar_init_fence();
   }
@@ -1195,7 +1244,7 @@ __device__ __forceinline__ void attn_ws_d128(
     int gt = 0;  // tiles issued so far: the ring position runs on across items
     for (int it = 0;; ++it) {
       const int qb = it & 1;
-      const unsigned bQb = bQ + 8 * qb, sQb = sQ + qb * 2 * TB;
+      const unsigned bQb = bQ + 8 * qb, sQb = sQ + qb * 2 * QB;
       if (it >= 2) mbar_wait(bQE + 8 * qb, ((it >> 1) - 1) & 1);  // item it - 2 written out
       if (tid == 0) {  // the next item with rows (every one in the benchmark's shapes)
 #if UA_HPAIR
@@ -1251,13 +1300,13 @@ __device__ __forceinline__ void attn_ws_d128(
         // producer's 40 registers)
         const int row = rr + 8 * i, r = r0 + rr + 8 * (pair ? i & 7 : i);
         const bool ok = r < len;
-        cp_async16(sQb + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
+        cp_async16(sQb + (row >> 6) * QWG + dst_off + ((row & 63) - rr) * 128,
                    ok ? q + ((qs + r) * hq + h + (pair && i >= 8 ? 1 : 0)) * D + cc * 8 : q,
                    ok ? 16 : 0);
 #else
         const int row = rr + 8 * i, r = r0 + row;
         const bool ok = r < len;
-        cp_async16(sQb + (row >> 6) * TB + dst_off + ((row & 63) - rr) * 128,
+        cp_async16(sQb + (row >> 6) * QWG + dst_off + ((row & 63) - rr) * 128,
                    ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
 #endif
       }
@@ -1266,7 +1315,32 @@ __device__ __forceinline__ void attn_ws_d128(
       for (int t = 0; t < ntiles; ++t) {
         const int s = (gt + t) % NS;
         if (gt + t >= NS) mbar_wait(bE + 8 * s, (((gt + t) / NS) - 1) & 1);
-#if UA_PERSIST
+#if UA_WS128_BN == 128
+        // K, then (once the consumers released the stage's V) V, each as two 64-row halves:
+        // crow[8] for a whole tile spilled the producer's 40 registers (register_probe.diff)
+        const unsigned dk = sR + 2 * s * TB + dst_off;
+#pragma unroll
+        for (int kv = 0; kv < 2; ++kv) {
+          if (kv == 1 && gt + t >= NS) mbar_wait(bEV + 8 * s, (((gt + t) / NS) - 1) & 1);
+#pragma unroll 1
+          for (int hb = 0; hb < 2; ++hb) {
+            int crow[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const int j = t * BN + 64 * hb + 16 * k + rr;
+              crow[k] = j < len ? block_table[bt_row + (j >> 4)] * 16 + rr : 0;
+            }
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+              cp_async16(dk + kv * TB + hb * 8192 + i * 1024,
+                         (kv ? v_cache : k_cache) +
+                             (static_cast<long long>(crow[i >> 1] + 8 * (i & 1)) * hkv + hk) * D +
+                             cc * 8,
+                         t * BN + 64 * hb + rr + 8 * i < len ? 16 : 0);
+          }
+          if (kv == 0) cp_async_mbar_arrive(bK + 8 * s);
+        }
+#elif UA_PERSIST
         // rows rr + 8 i of the tile: rows 2 k and 2 k + 1 lie in cache block t * 4 + k, 8 rows
         // apart; one block-table load per pair and 32-bit cache rows (the 40 registers hold)
         int crow[BN / 16];
@@ -1338,10 +1412,10 @@ __device__ __forceinline__ void attn_ws_d128(
     const uint4 item = lds128(s_item + 16 * qb);
     if (static_cast<int>(item.x) < 0) break;
     decode(item);
-    const unsigned sQw = sQ + qb * 2 * TB + wg * TB;
+    const unsigned sQw = sQ + qb * 2 * QB + wg * QWG;
 #else
   constexpr int gt = 0;
-  const unsigned sQw = sQ + wg * TB;
+  const unsigned sQw = sQ + wg * QWG;
 #endif
     // the warpgroup's first row (UA_HPAIR: of head h + wg)
     const int wr0 = r0 + (pair ? 0 : 64 * wg);
@@ -1353,11 +1427,23 @@ __device__ __forceinline__ void attn_ws_d128(
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
     float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
+#if UA_WS128_BN == 128
+    // P_{t-1}: hi in registers, lo in the warpgroup's buffer (K-major, two 128-byte-swizzled
+    // panels of 64 keys, 8 KiB each), both read by the P V group in flight
+    unsigned ph[BN / 16][4];
+    auto& pl = ph;  // (named by the UA_LO_SKIP branches only, which this build excludes)
+    const unsigned sPlw = sPl + wg * 16384;
+#pragma unroll
+    for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ph[kj][e] = 0u;
+#else
     unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
 #pragma unroll
     for (int kj = 0; kj < BN / 16; ++kj)
 #pragma unroll
       for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+#endif
     // UA_LO_SKIP: e2 = sum of p^2 (the row's, in the scale of m) over the tiles whose lo product
     // was skipped; skip_pv: P_{t-1} V_{t-1} without its lo product (uniform over the warpgroup).
     float e2[2] = {0.f, 0.f};
@@ -1382,7 +1468,12 @@ __device__ __forceinline__ void attn_ws_d128(
       } else {
 #pragma unroll
         for (int kj = 0; kj < BN / 16; ++kj) {
+#if UA_WS128_BN == 128
+          wgmma_m64n128k16_ss_t(o, desc_sw128(sPlw, 16, 1024) + (kj >> 2) * (8192 >> 4) + 2 * (kj & 3),
+                                dv[kj]);
+#else
           if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
+#endif
           wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
         }
       }
@@ -1429,12 +1520,18 @@ __device__ __forceinline__ void attn_ws_d128(
       fence_regs<D / 2>(o);
       fence_regs<BN / 2>(sacc);
       fence_uregs<BN / 4>(&ph[0][0]);
+#if UA_WS128_BN != 128
       fence_uregs<BN / 4>(&pl[0][0]);
+#endif
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
 #if UA_S_RS
+#if UA_WS128_BN == 128
+        wgmma_m64n128k16_rs(sacc, qf[kk], dk[kk], kk > 0);
+#else
         wgmma_m64n64k16_rs(sacc, qf[kk], dk[kk], kk > 0);
+#endif
 #else
       wgmma_m64n64k16_ss(sacc, dq[kk], dk[kk], kk > 0);
 #endif
@@ -1449,6 +1546,10 @@ __device__ __forceinline__ void attn_ws_d128(
       else
         wgmma_wait<0>();
       fence_regs<BN / 2>(sacc);
+#if UA_WS128_BN == 128
+      __syncwarp();  // S_t of this warp is done: K_t's half of stage s is free
+      mbar_arrive_if(bE + 8 * s, lane == 0);
+#endif
       // the other warpgroup's turn, once this one's S has completed (arriving right after the
       // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
       if (UA_PINGPONG) bar_arrive_n(2 - wg, 256);
@@ -1536,7 +1637,9 @@ __device__ __forceinline__ void attn_ws_d128(
       wgmma_wait<0>();  // P_{t-1} V_{t-1} done
       fence_regs<D / 2>(o);
       fence_uregs<BN / 4>(&ph[0][0]);
+#if UA_WS128_BN != 128
       fence_uregs<BN / 4>(&pl[0][0]);
+#endif
 #pragma unroll
       for (int d = 0; d < D / 8; ++d) {
         o[4 * d] *= corr[0];
@@ -1549,12 +1652,30 @@ __device__ __forceinline__ void attn_ws_d128(
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           ph[kj][e] = nh[kj][e];
+#if UA_WS128_BN != 128
           if (!skip) pl[kj][e] = nl[kj][e];
+#endif
         }
+#if UA_WS128_BN == 128
+      // P_t lo to the buffer, once every warp of the warpgroup is past P_{t-1} V_{t-1} (which
+      // read it); published to the next P V (async proxy) by the fence and the second barrier
+      bar_sync_n(8 + wg, 128);
+#pragma unroll
+      for (int kj = 0; kj < BN / 16; ++kj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {  // A fragment e: row g + 8 (e & 1), keys 16 kj + 8 (e >> 1)
+          const int row = 16 * wl + g + 8 * (e & 1), key = 16 * kj + 8 * (e >> 1) + 2 * tig;
+          sts32(sPlw + (key >> 6) * 8192 + row * 128 + ((((key & 63) >> 3) ^ (row & 7)) << 4) +
+                    (key & 7) * 2,
+                nl[kj][e]);
+        }
+      fence_proxy_async();
+      bar_sync_n(8 + wg, 128);
+#endif
       skip_pv = skip;
       if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
         __syncwarp();
-        mbar_arrive_if(bE + 8 * sp, lane == 0);
+        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
       }
     }
     {  // the last P V
@@ -1569,7 +1690,9 @@ __device__ __forceinline__ void attn_ws_d128(
       fence_desc<BN / 16>(dv);
       fence_regs<D / 2>(o);
       fence_uregs<BN / 4>(&ph[0][0]);
+#if UA_WS128_BN != 128
       fence_uregs<BN / 4>(&pl[0][0]);
+#endif
       wgmma_fence();
       pv_issue(dv, skip_pv);
       wgmma_commit();
@@ -1578,7 +1701,7 @@ __device__ __forceinline__ void attn_ws_d128(
       fence_regs<D / 2>(o);
       if (UA_PERSIST) {  // the last stage of the item is free (the next item's tiles follow)
         __syncwarp();
-        mbar_arrive_if(bE + 8 * sp, lane == 0);
+        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
       }
     }
 
@@ -1599,14 +1722,23 @@ __device__ __forceinline__ void attn_ws_d128(
       for (int d = 0; d < D / 8; ++d) {
         __nv_bfloat162 v =
             __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+#if UA_WS128_BN == 128  // in Q's two panels (the other warpgroup's panels lie between)
+        sts32(sQw + (d >> 3) * PANEL + row * 128 + (((d & 7) ^ (row & 7)) << 4) + tig * 4,
+              *reinterpret_cast<unsigned*>(&v));
+#else
         sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+#endif
       }
     }
     __syncwarp();
     for (int c = lane; c < 16 * CH; c += 32) {
       const int row = 16 * wl + c / CH, ch = c % CH, r = wr0 + row;
       if (r >= len) continue;
+#if UA_WS128_BN == 128
+      const uint4 v = lds128(sQw + (ch >> 3) * PANEL + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
+#else
       const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
+#endif
       *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h + (pair ? wg : 0)) * D + ch * 8) = v;
     }
 #if UA_PERSIST

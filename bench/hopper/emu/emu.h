@@ -542,7 +542,8 @@ inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, in
 }
 // wgmma m64nNk16 with A from shared memory (K-major descriptor, rows = M): D as above.
 template <int N>
-inline void wgmma_ss(float* d, unsigned long long da, unsigned long long db, int scale_d) {
+inline void wgmma_ss(float* d, unsigned long long da, unsigned long long db, int scale_d,
+                     bool trans_b = false) {
   const int t = tid_(), t0 = t & ~127;
   g_slot[t].addr = da;
   g_slot[t].u[0] = static_cast<unsigned>(db);
@@ -560,7 +561,7 @@ inline void wgmma_ss(float* d, unsigned long long da, unsigned long long db, int
       for (int k = 0; k < 16; ++k) {
         uint16_t a, b;
         std::memcpy(&a, smem_at(desc_addr(dA, k, r, false), 2, 2, "wgmma A"), 2);
-        std::memcpy(&b, smem_at(desc_addr(dB, k, n, false), 2, 2, "wgmma B"), 2);
+        std::memcpy(&b, smem_at(desc_addr(dB, k, n, trans_b), 2, 2, "wgmma B"), 2);
         s += bf2f(a) * bf2f(b);
       }
       out[4 * j + e] = s;
@@ -575,6 +576,10 @@ inline void wgmma_m64n64k16_ss(float* d, unsigned long long da, unsigned long lo
 inline void wgmma_m64n128k16_ss(float* d, unsigned long long da, unsigned long long db,
                                 int scale_d) {
   wgmma_ss<128>(d, da, db, scale_d);
+}
+// B MN-major (imm-trans-b = 1): P V with P from shared memory (unified_attention UA_WS128_BN).
+inline void wgmma_m64n128k16_ss_t(float* d, unsigned long long da, unsigned long long db) {
+  wgmma_ss<128>(d, da, db, 1, true);
 }
 inline void wgmma_m64n32k16_ss(float* d, unsigned long long da, unsigned long long db,
                                int scale_d) {

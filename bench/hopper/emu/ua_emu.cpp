@@ -8,6 +8,7 @@
 //
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/emu/stub -DKOPT_EMU
 //   [-DUA_WGMMA=1|2|3] [-DUA_PERSIST=1 [-DUA_HPAIR=1]] [-DUA_WS_SMALL=2 [-DUA_WS_BIG=1|2]] \
+//   [-DUA_S_RS=1 -DUA_WS128_BN=128 (with UA_PERSIST=1 and UA_WS_SMALL)] \
 //   [-fsanitize=alignment -fno-sanitize-recover=alignment] \
 //       bench/hopper/emu/ua_emu.cpp -o /tmp/ua_emu && /tmp/ua_emu
 //
@@ -41,7 +42,9 @@ unsigned ua_fa2_shared(int hs) {
              (32 * ((hs + 15) / 16) + 16) +
          one_128 * (UA_WGMMA % 2 * 14336 + UA_WGMMA / 2 * 31744);
 }
-constexpr unsigned kUaWsShared = 133120 + 32768 * std::min(1, UA_PERSIST);
+// UA_WS128_BN = 128: Q 64 KiB, a ring of 2 x 64 KiB, 2 x 16 KiB of P lo, 2 KiB of slack
+constexpr unsigned kUaWsShared =
+    UA_WS128_BN == 128 ? 231424 : 133120 + 32768 * std::min(1, UA_PERSIST);
 #if UA_WS_SMALL  // d 64 / 72 / 80 on unified_attention_ws (attn_ws_small): 2 KiB of barriers and
 // alignment slack, Q 2 x 64 x 80 bf16, UA_WS_NS stages of a K and a V tile of UA_WS_BN x 80
 constexpr unsigned kUaWsSmallShared = 22528 + 320 * UA_WS_NS * UA_WS_BN;
