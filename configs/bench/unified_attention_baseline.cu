@@ -1314,10 +1314,10 @@ __device__ __forceinline__ void attn_ws_d128(
                    ok ? q + ((qs + r) * hq + h + (pair && i >= 8 ? 1 : 0)) * D + cc * 8 : q,
                    ok ? 16 : 0);
 #else
-        const int row = rr + 8 * i, r = r0 + row;
-        const bool ok = r < len;
-        cp_async16(sQb + (row >> 6) * QWG + dst_off + ((row & 63) - rr) * 128,
-                   ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
+      const int row = rr + 8 * i, r = r0 + row;
+      const bool ok = r < len;
+      cp_async16(sQb + (row >> 6) * QWG + dst_off + ((row & 63) - rr) * 128,
+                 ok ? q + ((qs + r) * hq + h) * D + cc * 8 : q, ok ? 16 : 0);
 #endif
       }
       cp_async_mbar_arrive(bQb);
@@ -1351,25 +1351,25 @@ __device__ __forceinline__ void attn_ws_d128(
           if (kv == 0) cp_async_mbar_arrive(bK + 8 * s);
         }
 #elif UA_PERSIST
-        // rows rr + 8 i of the tile: rows 2 k and 2 k + 1 lie in cache block t * 4 + k, 8 rows
-        // apart; one block-table load per pair and 32-bit cache rows (the 40 registers hold)
-        int crow[BN / 16];
+      // rows rr + 8 i of the tile: rows 2 k and 2 k + 1 lie in cache block t * 4 + k, 8 rows
+      // apart; one block-table load per pair and 32-bit cache rows (the 40 registers hold)
+      int crow[BN / 16];
 #pragma unroll
-        for (int k = 0; k < BN / 16; ++k) {
-          const int j = t * BN + 16 * k + rr;
-          crow[k] = j < len ? block_table[bt_row + (j >> 4)] * 16 + rr : 0;
-        }
-        const unsigned dk = sR + 2 * s * TB + dst_off;
-        auto kv_off = [&](int i) {
-          return (static_cast<long long>(crow[i >> 1] + 8 * (i & 1)) * hkv + hk) * D + cc * 8;
-        };
+      for (int k = 0; k < BN / 16; ++k) {
+        const int j = t * BN + 16 * k + rr;
+        crow[k] = j < len ? block_table[bt_row + (j >> 4)] * 16 + rr : 0;
+      }
+      const unsigned dk = sR + 2 * s * TB + dst_off;
+      auto kv_off = [&](int i) {
+        return (static_cast<long long>(crow[i >> 1] + 8 * (i & 1)) * hkv + hk) * D + cc * 8;
+      };
 #pragma unroll
-        for (int i = 0; i < BN / 8; ++i)
-          cp_async16(dk + i * 1024, k_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
-        cp_async_mbar_arrive(bK + 8 * s);
+      for (int i = 0; i < BN / 8; ++i)
+        cp_async16(dk + i * 1024, k_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
+      cp_async_mbar_arrive(bK + 8 * s);
 #pragma unroll
-        for (int i = 0; i < BN / 8; ++i)
-          cp_async16(dk + TB + i * 1024, v_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
+      for (int i = 0; i < BN / 8; ++i)
+        cp_async16(dk + TB + i * 1024, v_cache + kv_off(i), t * BN + rr + 8 * i < len ? 16 : 0);
 #else
       long long off[BN / 8];
       bool ok[BN / 8];
@@ -1448,11 +1448,11 @@ __device__ __forceinline__ void attn_ws_d128(
 #pragma unroll
       for (int e = 0; e < 4; ++e) ph[kj][e] = 0u;
 #else
-    unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
+  unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
 #pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
+  for (int kj = 0; kj < BN / 16; ++kj)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
 #endif
     // UA_LO_SKIP: e2 = sum of p^2 (the row's, in the scale of m) over the tiles whose lo product
     // was skipped; skip_pv: P_{t-1} V_{t-1} without its lo product (uniform over the warpgroup).
@@ -1482,7 +1482,7 @@ __device__ __forceinline__ void attn_ws_d128(
           wgmma_m64n128k16_ss_t(
               o, desc_sw128(sPlw, 16, 1024) + (kj >> 2) * (8192 >> 4) + 2 * (kj & 3), dv[kj]);
 #else
-          if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
+        if (UA_P_SPLIT) wgmma_m64n128k16_rs_t(o, pl[kj], dv[kj], 1);
 #endif
           wgmma_m64n128k16_rs_t(o, ph[kj], dv[kj], 1);
         }
@@ -1736,7 +1736,7 @@ __device__ __forceinline__ void attn_ws_d128(
         sts32(sQw + (d >> 3) * PANEL + row * 128 + (((d & 7) ^ (row & 7)) << 4) + tig * 4,
               *reinterpret_cast<unsigned*>(&v));
 #else
-        sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+      sts32(sQw + row * 256 + ((d ^ (row & 7)) << 4) + tig * 4, *reinterpret_cast<unsigned*>(&v));
 #endif
       }
     }
@@ -1747,7 +1747,7 @@ __device__ __forceinline__ void attn_ws_d128(
 #if UA_WS128_BN == 128
       const uint4 v = lds128(sQw + (ch >> 3) * PANEL + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
 #else
-      const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
+    const uint4 v = lds128(sQw + row * 256 + ((ch ^ (row & 7)) << 4));
 #endif
       *reinterpret_cast<uint4*>(out + ((qs + r) * hq + h + (pair ? wg : 0)) * D + ch * 8) = v;
     }
