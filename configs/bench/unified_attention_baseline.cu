@@ -79,15 +79,19 @@
 //   s6 4566 / 6662, s22 4337 / 6372, the others unchanged (s20 821.3 / 821.4, s15 11.1 / 11.5).
 // - UA_WS128_BN (parameter of the UA_WGMMA = 3 path, default 64): 128 gives attn_ws_d128 128-key
 //   tiles, with P lo through a shared-memory buffer per consumer warpgroup (SS wgmma) so that the
-//   registers hold (see attn_ws_d128, bench/hopper/uattn/bn128/NOTES.md). CPU-verified in the
-//   emulator only; not yet run on a GPU, so the config does not list it.
+//   registers hold (see attn_ws_d128, bench/hopper/uattn/bn128/NOTES.md). On the H200
+//   (2026-12-04 03:48 UTC) correct on the 15 d = 128 workloads run but slower everywhere (s20
+//   1003.5 against 826.9 us, s21 130.8 against 105.8, s9 571.4 against 464.1), so not listed.
 // - UA_WS_BIG (default 0 = d 192 / 256 on the mma.sync path above, BM = 64): 1 or 2 run them on
 //   the warp-specialized kernel unified_attention_ws_big (attn_ws_big: S = Q K^T as SS wgmma,
 //   O 64 x d fp32 in registers, 32-key tiles, 4 stages, ping-pong; see there), routed by the
 //   candidate plans of bench/hopper/uattn/big (2: three launches, ws_big in place of
 //   unified_attention_fa2, unified_attention_ws_small taking every d <= 80 length; 1: a fourth
-//   launch). CPU-verified in the emulator only (bench/hopper/uattn/big/NOTES.md); not yet run on
-//   a GPU, so the config does not list it.
+//   launch). The config's default since 2026-12-04 (2, with UA_WB_SKIP = 1, UA_WB_PP = 1): on
+//   the H200 (03:49 UTC, against the previous plan in the same run) s4 117.2 against 121.6 us,
+//   s8 81.6 against 86.4, s14 16.9 against 23.6, s24 786.1 against 840.3; s15 (now on
+//   unified_attention_ws_small) 12.0 against 11.4; the whole config 25 / 25 correct at 03:56 UTC.
+//   64- or 48-key tiles and no ping-pong were slower (bench/hopper/uattn/big/NOTES.md).
 // Measured on H200 (2026-12-04, driver 580.159.04, kopt eval --seeds 1, docs/benchmarks.md,
 // bench/suite/results/2026-12-04/): the config's default from 01:40 to 02:20 UTC (UA_WGMMA = 3,
 // UA_S_RS = 1, UA_PERSIST = 1, UA_HPAIR = 1) is correct on all 25 workloads, 31.7 % of speed of
@@ -206,10 +210,10 @@ __device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
 #define UA_WS_SMALL 0
 #endif
 #ifndef UA_WS_BIG
-// 0 (default): d 192 / 256 on unified_attention_fa2 (mma.sync, BM = 64); 1 or 2: on the
-// warp-specialized kernel unified_attention_ws_big (attn_ws_big; candidate plans in
-// bench/hopper/uattn/big): 1 with unified_attention_fa2 still launched for the short d <= 80
-// sequences (a fourth launch), 2 with unified_attention_ws_small taking every d <= 80 length, so
+// 0 (the macro's default; the config's is 2): d 192 / 256 on unified_attention_fa2 (mma.sync, BM =
+// 64); 1 or 2: on the warp-specialized kernel unified_attention_ws_big (attn_ws_big; candidate
+// plans in bench/hopper/uattn/big): 1 with unified_attention_fa2 still launched for the short d <=
+// 80 sequences (a fourth launch), 2 with unified_attention_ws_small taking every d <= 80 length, so
 // the plan keeps three launches (ws_small, ws_big, ws). The default's machine code is the
 // shipped one (checked with bench/nvrtc_check.py --hash)
 #define UA_WS_BIG 0
