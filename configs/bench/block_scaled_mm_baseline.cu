@@ -47,8 +47,14 @@
 // (blocks already running), so no co-residency is assumed and nothing can deadlock.
 // Its predecessor, the last-arriver reduction (bench/hopper/bsmm/block_scaled_mm_ws.cu), was
 // correct but slower on 4 splits.
+// Measured on H200 (2026-12-04 04:07 UTC, driver 580.159.04; bench/suite/results/2026-12-04-b/):
+// the config's default is FP8_SMALL = 3 since then (below): correct on all 24 workloads, 27.2 %
+// of the fp8 peak weighted; same run against FP8_SMALL = 1 (harness, 03:50 UTC): m = 3072 x 4096
+// 147.2 against 155.8 us, m = 8192 x 4096 367.6 against 391.2, m = 4533 69.7 against 72.8, the
+// split shapes within 1-3 % (m = 1024 18.9 against 19.5). FP8_SMALL = 2 was 6-8 % slower on the
+// unsplit shapes than 1.
 // Measured on H200 (2026-12-04, driver 580.159.04; docs/benchmarks.md, bench/suite/results/
-// 2026-12-04/): the config's default is now FP8 = 1, FP8_DB = 2, FP8_SMALL = 1 (every shape on the
+// 2026-12-04/): the config's default was FP8 = 1, FP8_DB = 2, FP8_SMALL = 1 (every shape on the
 // e4m3 path below, split K for m = 237 / 349): correct on all 24 workloads, 26.2 % of the fp8 peak
 // weighted (`kopt kb lint --run`, 01:40 UTC), against 21.1 % for the f16 path (FP8 = 0, 01:20
 // UTC); same run against it: m = 349 16.6 against 30.6 us, m = 1024 19.4 against 35.1, m = 237
@@ -113,26 +119,26 @@
 #ifndef FP8_SC_ORDER
 #define FP8_SC_ORDER 0
 #endif
-// FP8_SMALL = 1 (FP8 = 1, FP8_DB = 2 only; the config's default since 2026-12-04, see the
-// header's measurements): every shape takes the FP8 path, with
+// FP8_SMALL = 1 (FP8 = 1, FP8_DB = 2 only; the config's default on 2026-12-04 until FP8_SMALL =
+// 3 replaced it, see the header's measurements): every shape takes the FP8 path, with
 // a plan of its own (make_plan below): 128 x 128 tiles of A rows x B rows (no swap: both are
 // read as e4m3 by TMA, nothing to convert), K split where the tiles are fewer than half the
 // SMs (m = 237 x 4096, m = 349 x 2048: 2 splits), the splits chained through the workspace like
 // the f16 path's (see the header). The prepass then only builds the two maps for every shape.
 // Promotion stays after every k32 (the e4m3 MMA's sum must not span more than 32 products).
-// FP8_SMALL = 2 (UNMEASURED): the same plan, but producer and consumers branch once on
-// p.splits (uniform over the grid) into two instances of their loops: the split one is
-// FP8_SMALL = 1's (ticket-ordered units, per-unit group bounds, the chain), the unsplit one
-// FP8_SMALL = 0's source (u = blockIdx.x .. tiles step gridDim.x over all groups, no chain code).
-// Why: with FP8_SMALL = 1 the unsplit shapes ran 3-5 % slower than FP8_SMALL = 0 (H200,
-// 2026-12-04: m = 3072 x 4096 x 4096 155.8 against 149.5 us, 4096^3 203.1 against 196.6).
+// FP8_SMALL = 2 (measured slower than 1 on the unsplit shapes): the same plan, but producer and
+// consumers branch once on p.splits (uniform over the grid) into two instances of their loops: the
+// split one is FP8_SMALL = 1's (ticket-ordered units, per-unit group bounds, the chain), the
+// unsplit one FP8_SMALL = 0's source (u = blockIdx.x .. tiles step gridDim.x over all groups, no
+// chain code). Why: with FP8_SMALL = 1 the unsplit shapes ran 3-5 % slower than FP8_SMALL = 0
+// (H200, 2026-12-04: m = 3072 x 4096 x 4096 155.8 against 149.5 us, 4096^3 203.1 against 196.6).
 // Same source is not same machine code: ptxas allocates the kernel as a whole, and this
 // unsplit group loop has 364 instruction slots against FP8_SMALL = 0's 348 (the a_scales row
 // offsets recomputed per group) and another FFMA register assignment (the unsplit branch is
 // placed first: with the split one first its loop has 351 slots and fewer reuse-cache hits).
-// FP8_SMALL = 3 (UNMEASURED experiment): 2, with the unsplit instance's a_scales row pointers
-// pinned (see fp8_consumer). Its group loop has 349 instruction slots against 348 for
-// FP8_SMALL = 0's and 364 for 2's, and a different FFMA register assignment (NVRTC 13, SASS
+// FP8_SMALL = 3 (the config's default since 2026-12-04, 04:07 UTC): 2, with the unsplit instance's
+// a_scales row pointers pinned (see fp8_consumer). Its group loop has 349 instruction slots against
+// 348 for FP8_SMALL = 0's and 364 for 2's, and a different FFMA register assignment (NVRTC 13, SASS
 // through bench/hopper/sass/fp8_loops.py; bench/hopper/bsmm8/small2/NOTES.md).
 #ifndef FP8_SMALL
 #define FP8_SMALL 0

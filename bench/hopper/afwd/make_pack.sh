@@ -5,8 +5,13 @@ set -e
 H=$(cd "$(dirname "$0")" && pwd); R=$(cd "$H/../../.." && pwd); W=${1:-$R/.gpuwork/afwd}
 rm -rf $W && mkdir -p $W
 cp -r $R/configs $W/configs
-cp $H/attention_forward_ws.cu $H/cand_*.json $H/run.sh $W/
-cp $H/attention_forward_ws.cu $W/configs/bench/
+# The kernel's one copy is configs/bench/attention_forward_ws.cu (the installed baseline since
+# 2026-12-04); the pack's candidates point at the pack's own copy of it.
+cp $H/run.sh $W/
+cp $R/configs/bench/attention_forward_ws.cu $W/
+for c in $H/cand_*.json; do
+  sed 's#"\.\./\.\./\.\./configs/bench/attention_forward_ws\.cu"#"attention_forward_ws.cu"#' $c > $W/$(basename $c)
+done
 cp $H/../summarize_eval.py $W/
 python3 - $W <<'PY'
 import json, sys
