@@ -42,12 +42,12 @@
 // against 13.96 ms) and on the split-mode small grids (s14 25.9 against 46.9 us), 4-12 % slower
 // on the long d = 72 row-mode ones (s4 1128 against 1030 us). AF_PINGPONG = 1 measured faster
 // than both on the 4 workloads it ran (s4 990 us, s18 2168 us, s9 10.42 ms, s1 43.3 us).
-// The config's baseline since 2026-12-04 with AF_BN72 = 128 and AF_PINGPONG = 1 (cand_Y): on the
-// H200 (04:05-04:07 UTC, same run as attention_forward_fa2) correct on all 21 workloads, 25.6 %
-// weighted SOL against attention_forward_fa2's 20.2 % (s9 10.46 against 14.03 ms, s10 36.5
-// against 50.7 ms, s4 875 against 1030 us, s15 62.4 against 92.7 us; s7 / s8 within 1-2 %).
-// AF_S_RS = 1 with AF_NS128 = 6 (cand_X) was faster still on the 18 it ran (24.96 % against
-// 24.02 %) but has not run s7, s8, s10; AF_WG3 = 1 (cand_W3P) 23.1 % on the 18.
+// The config's baseline since 2026-12-04 with AF_BN72 = 128, AF_PINGPONG = 1, AF_S_RS = 1 and
+// AF_NS128 = 6 (cand_X): on the H200 (04:05 and 04:35 UTC) correct on all 21 workloads, 26.6 %
+// weighted SOL, against 20.2 % for attention_forward_fa2 and 25.3 % for PyTorch SDPA
+// (docs/benchmarks.md, tenth session): s9 9.53 against 14.03 ms (fa2), s4 849 against 1030 us,
+// s14 22.3 against 47.2 us. cand_Y (AF_S_RS = 0, AF_NS128 = 4) 25.6 % on the 21; AF_WG3 = 1
+// (cand_W3P) 23.1 % on 18 of them.
 #include <cuda_bf16.h>
 
 #ifndef AF_NS
