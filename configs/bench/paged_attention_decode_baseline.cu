@@ -220,6 +220,9 @@ paged_attention_decode_baseline_fp16(const __half* query, const __half* k_cache,
 #ifndef PAD_NT
 #define PAD_NT 128  // threads per block (the launch plan's block size)
 #endif
+#ifndef PAD_MINB  // blocks per SM that ptxas must allow (registers): the large batches want 5 of
+#define PAD_MINB (640 / PAD_NT)  // 128 threads (with 35 KiB of shared memory each at d 128)
+#endif
 
 #ifndef KOPT_EMU
 __device__ __forceinline__ unsigned pad_smem_u32(const void* p) {
@@ -296,11 +299,11 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
   float* red = qs + G * D;       // [G][Q][P] partial scores
   float* prob = red + G * redw;  // [G][tile * 16]
   float* accs = prob + G * tile * BS;  // [G][D] accumulators between tiles
-  float* st_m = accs + G * D;
+  float2* wz = reinterpret_cast<float2*>(accs + G * D);  // [na][G] (max, sum), then merge weights
+  float* st_m = reinterpret_cast<float*>(wz + nz * G);
   float* st_l = st_m + G;
   float* st_a = st_l + G;
-  float* wz = st_a + G;  // [na][G] merge weights
-  int* flag = reinterpret_cast<int*>(wz + nz * G);
+  int* flag = reinterpret_cast<int*>(st_a + G);
   if (reinterpret_cast<unsigned char*>(flag + 1) - pad_smem > static_cast<long long>(pad_dyn_smem())) pad_fail();
 
   const int ntiles = (j_end - j_begin + tile - 1) / tile;
@@ -332,8 +335,9 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
   const float rsq = sqrtf(static_cast<float>(D));
   const int nch = D / X;
   const int ngc = (G + GC - 1) / GC;
-  // This split's record in the workspace: [G][D] unnormalized accumulators, then [G] (max, sum).
-  float* rec = part + (pair * nz + z) * G * (D + 2);
+  // The workspace: unnormalized accumulators [seq][kv head][split][G][D] (16-byte aligned per
+  // record), then (max, sum) [seq][kv head][split][G].
+  const long long nrec = static_cast<long long>(gridDim.z) * HKV * nz;
   for (int it = 0; it < ntiles; ++it) {
     if (it + 1 < ntiles) {
       issue_tile(it + 1);
@@ -469,7 +473,7 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
           else if (na == 1)
             store(out + q0 + static_cast<long long>(g0 + g) * D + d, acc[g] / st_l[g0 + g]);
           else
-            rec[(g0 + g) * D + d] = acc[g];
+            part[((pair * nz + z) * G + g0 + g) * D + d] = acc[g];
         }
       }
     }
@@ -478,37 +482,52 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
   if (na == 1) return;
 
   // ---- several splits: publish (max, sum), take a ticket; the last one merges
-  for (int g = tid; g < G; g += NT) reinterpret_cast<float2*>(rec + G * D)[g] = make_float2(st_m[g], st_l[g]);
+  float2* rec_ml = reinterpret_cast<float2*>(part + nrec * G * D) + (pair * nz + z) * G;
+  for (int g = tid; g < G; g += NT) rec_ml[g] = make_float2(st_m[g], st_l[g]);
   __threadfence();  // this block's record is visible device-wide before its ticket
   __syncthreads();
   if (tid == 0) *flag = atomicAdd(counters + pair, 1) == na - 1;
   __syncthreads();
   if (!*flag) return;
   __threadfence();
-  const float* base = part + pair * nz * G * (D + 2);
-  const int recw = G * (D + 2);
+  // Every (max, sum) at once (one load per thread, not a chain per head), then the weights
+  // exp(m_s - M) / L in place.
+  const float2* ml0 = reinterpret_cast<const float2*>(part + nrec * G * D) + pair * nz * G;
+  for (int i = tid; i < na * G; i += NT) wz[i] = __ldcg(ml0 + i);
+  __syncthreads();
   for (int g = tid; g < G; g += NT) {
     float M = -__int_as_float(0x7f800000);
-    for (int s = 0; s < na; ++s) M = fmaxf(M, __ldcg(base + s * recw + G * D + 2 * g));
+    for (int s = 0; s < na; ++s) M = fmaxf(M, wz[s * G + g].x);
     float L = 0.0f;
-    for (int s = 0; s < na; ++s) {
-      const float2 v = __ldcg(reinterpret_cast<const float2*>(base + s * recw + G * D) + g);
-      L += v.y * expf(v.x - M);
-    }
-    for (int s = 0; s < na; ++s) wz[s * G + g] = expf(__ldcg(base + s * recw + G * D + 2 * g) - M) / L;
+    for (int s = 0; s < na; ++s) L += wz[s * G + g].y * expf(wz[s * G + g].x - M);
+    for (int s = 0; s < na; ++s) wz[s * G + g].x = expf(wz[s * G + g].x - M) / L;
   }
   __syncthreads();
-  for (int u = tid; u < G * D; u += NT) {
-    const int g = u / D;
-    float o = 0.0f;
+  // 4 dimensions per thread and step; the splits' loads are independent (unrolled, in flight
+  // together).
+  const float4* acc0 = reinterpret_cast<const float4*>(part + pair * nz * G * D);
+  for (int u = tid; u < G * D / 4; u += NT) {
+    const int g = u * 4 / D;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
-    for (int s = 0; s < na; ++s) o = fmaf(wz[s * G + g], __ldcg(base + s * recw + u), o);
-    store(out + q0 + u, o);
+    for (int s = 0; s < na; ++s) {
+      const float w = wz[s * G + g].x;
+      const float4 a = __ldcg(acc0 + s * (G * D / 4) + u);
+      o.x = fmaf(w, a.x, o.x);
+      o.y = fmaf(w, a.y, o.y);
+      o.z = fmaf(w, a.z, o.z);
+      o.w = fmaf(w, a.w, o.w);
+    }
+    T* op = out + q0 + 4 * u;
+    store(op, o.x);
+    store(op + 1, o.y);
+    store(op + 2, o.z);
+    store(op + 3, o.w);
   }
   if (tid == 0) counters[pair] = 0;  // ready for the next call without a refill
 }
 
-extern "C" __global__ void __launch_bounds__(PAD_NT)
+extern "C" __global__ void __launch_bounds__(PAD_NT, PAD_MINB)
 paged_attention_decode_split_bf16(const __nv_bfloat16* query, const __nv_bfloat16* k_cache,
                                   const __nv_bfloat16* v_cache, const int* block_tables, const int* seq_lens,
                                   __nv_bfloat16* out, int num_heads, int num_kv_heads, int head_size,
@@ -517,7 +536,7 @@ paged_attention_decode_split_bf16(const __nv_bfloat16* query, const __nv_bfloat1
             bps, partials, counters);
 }
 
-extern "C" __global__ void __launch_bounds__(PAD_NT)
+extern "C" __global__ void __launch_bounds__(PAD_NT, PAD_MINB)
 paged_attention_decode_split_fp16(const __half* query, const __half* k_cache, const __half* v_cache,
                                   const int* block_tables, const int* seq_lens, __half* out, int num_heads,
                                   int num_kv_heads, int head_size, int max_blocks, int bps, float* partials,

@@ -21,10 +21,10 @@ TILE = f"min(PAD_TB, {BPS})"
 STAGES = f"min(2, ceil_div({BPS}, PAD_TB))"
 G = "(num_heads / num_kv_heads)"
 # kvs [STAGES][TILE][K, V][16 D] + qraw [G][D] (2-byte elements), then floats: qs, accs
-# [G][D], red [G][16 max(NW, TILE)], prob [G][16 TILE], max / sum / rescale [G], merge
-# weights [GZ][G], the ticket flag.
+# [G][D], red [G][16 max(NW, TILE)], prob [G][16 TILE], (max, sum) then merge weights
+# [GZ][G] (float2), max / sum / rescale [G], the ticket flag.
 SMEM = (f"{STAGES} * {TILE} * head_size * 64 + {G} * head_size * 2 + 4 * (2 * {G} * head_size"
-        f" + {G} * 16 * max(PAD_NT / 32, {TILE}) + {G} * {TILE} * 16 + 3 * {G} + {GZ} * {G} + 1)")
+        f" + {G} * 16 * max(PAD_NT / 32, {TILE}) + {G} * {TILE} * 16 + 3 * {G} + 2 * {GZ} * {G} + 1)")
 assert len(SMEM) < 1024, len(SMEM)
 
 VARIANTS = {  # name: (PAD_NT, PAD_TB, PAD_CTAS)
