@@ -503,20 +503,25 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
     for (int s = 0; s < na; ++s) wz[s * G + g].x = expf(wz[s * G + g].x - M) / L;
   }
   __syncthreads();
-  // 4 dimensions per thread and step; the splits' loads are independent (unrolled, in flight
-  // together).
+  // 4 dimensions per thread and step; the loads of up to 8 splits are issued together
+  // (predicated, not a chain of L2 round trips).
   const float4* acc0 = reinterpret_cast<const float4*>(part + pair * nz * G * D);
   for (int u = tid; u < G * D / 4; u += NT) {
     const int g = u * 4 / D;
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-    for (int s = 0; s < na; ++s) {
-      const float w = wz[s * G + g].x;
-      const float4 a = __ldcg(acc0 + s * (G * D / 4) + u);
-      o.x = fmaf(w, a.x, o.x);
-      o.y = fmaf(w, a.y, o.y);
-      o.z = fmaf(w, a.z, o.z);
-      o.w = fmaf(w, a.w, o.w);
+    for (int s0 = 0; s0 < na; s0 += 8) {
+      float4 a[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        a[k] = s0 + k < na ? __ldcg(acc0 + (s0 + k) * (G * D / 4) + u) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float w = s0 + k < na ? wz[(s0 + k) * G + g].x : 0.0f;
+        o.x = fmaf(w, a[k].x, o.x);
+        o.y = fmaf(w, a[k].y, o.y);
+        o.z = fmaf(w, a[k].z, o.z);
+        o.w = fmaf(w, a[k].w, o.w);
+      }
     }
     T* op = out + q0 + 4 * u;
     store(op, o.x);

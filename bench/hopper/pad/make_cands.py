@@ -30,7 +30,9 @@ assert len(SMEM) < 1024, len(SMEM)
 VARIANTS = {  # name: (PAD_NT, PAD_TB, PAD_CTAS)
     "split": (128, 4, 264),
     "split_nt256": (256, 4, 264),
+    "split_nt512": (512, 4, 264),
     "split_c528": (128, 4, 528),
+    "split_c64": (128, 4, 64),
 }
 
 

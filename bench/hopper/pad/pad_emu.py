@@ -2,7 +2,8 @@
 """CPU check of the split-context kernels: evaluates a candidate's launch plan (grid, block,
 shared_bytes, the bps argument, workspace sizes) for every case with kopt's integer
 expression rules and feeds the cases to the emulator (pad_emu.cpp):
-    python3 bench/hopper/pad/pad_emu.py CANDIDATE.json EMU_BINARY [--quick]
+    python3 bench/hopper/pad/pad_emu.py CANDIDATE.json EMU_BINARY [--quick] [--only NAME,NAME]
+(--quick leaves out s0, the slowest case; --only runs the cases named)
 The cases: the 8 workloads of paged_attention_decode(_fp16).json and edge cases."""
 import json, re, subprocess, sys
 
@@ -42,11 +43,12 @@ CASES = [
 def main():
     cand = json.load(open(sys.argv[1]))
     quick = "--quick" in sys.argv
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
     params = {k: v["default"] for k, v in cand["parameters"].items()}
     L = cand["launches"][0]
     lines = []
     for i, (name, dt, S, ctx, hq, hkv, d, lm) in enumerate(CASES):
-        if quick and name.startswith("s0"):
+        if (quick and name.startswith("s0")) or (only and name not in only):
             continue
         names = dict(params, num_seqs=S, ctx_len=ctx, num_heads=hq, num_kv_heads=hkv, head_size=d)
         g = [ev(x, names) for x in L["grid"]]
