@@ -348,7 +348,13 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
     }
     __syncthreads();
     if (it == 0) {
-      for (int i = tid; i < G * D; i += NT) qs[i] = to_f(qraw[i]);
+      // 8 elements per step (one 16-byte read, two float4 writes): not a chain of 2-byte loads
+      for (int i = tid; i < G * D / X; i += NT) {
+        const chunk8<T> c = reinterpret_cast<const chunk8<T>*>(qraw)[i];
+        float4* d4 = reinterpret_cast<float4*>(qs + i * X);
+        d4[0] = make_float4(to_f(c.v[0]), to_f(c.v[1]), to_f(c.v[2]), to_f(c.v[3]));
+        d4[1] = make_float4(to_f(c.v[4]), to_f(c.v[5]), to_f(c.v[6]), to_f(c.v[7]));
+      }
       for (int g = tid; g < G; g += NT) {
         st_m[g] = -__int_as_float(0x7f800000);
         st_l[g] = 0.0f;
@@ -396,31 +402,62 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
     }
     __syncthreads();
 
-    // ---- online softmax, a warp per query head
-    for (int g = warp; g < G; g += NW) {
-      float* pg = prob + g * tile * BS;
-      float mt = -__int_as_float(0x7f800000);
-      for (int p = lane; p < P; p += 32) {
-        float s = 0.0f;
-        for (int qq = 0; qq < Q; ++qq) s += red[g * redw + qq * P + p];
-        s = pos0 + p < n ? s / rsq : -__int_as_float(0x7f800000);
-        pg[p] = s;
-        mt = fmaxf(mt, s);
+    // ---- online softmax
+    if (P <= 32) {
+      // A tile of 16 or 32 positions: a segment of P lanes per query head, every head at once
+      // (segmented shuffles stay inside their aligned P-lane segment); warp-uniform trip count.
+      for (int i0 = warp * 32; i0 < G * P; i0 += NT) {
+        const int i = i0 + lane, g = i / P, p = i % P;
+        const bool valid = i < G * P;
+        float s = -__int_as_float(0x7f800000);
+        if (valid && pos0 + p < n) {
+          s = 0.0f;
+          for (int qq = 0; qq < Q; ++qq) s += red[g * redw + qq * P + p];
+          s = s / rsq;
+        }
+        float mt = s;
+        for (int o = P / 2; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+        const float mo = valid ? st_m[g] : 0.0f, mn = fmaxf(mo, mt);
+        const float e = valid ? expf(s - mn) : 0.0f;
+        float sum = e;
+        for (int o = P / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (valid) {
+          prob[g * tile * BS + p] = e;
+          if (p == 0) {  // after the shuffles, so after every lane of the segment read st_m[g]
+            const float a = expf(mo - mn);
+            st_a[g] = a;
+            st_l[g] = st_l[g] * a + sum;
+            st_m[g] = mn;
+          }
+        }
       }
-      for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
-      const float mo = st_m[g], mn = fmaxf(mo, mt);
-      float sum = 0.0f;
-      for (int p = lane; p < P; p += 32) {
-        const float e = expf(pg[p] - mn);
-        pg[p] = e;
-        sum += e;
-      }
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        const float a = expf(mo - mn);
-        st_a[g] = a;
-        st_l[g] = st_l[g] * a + sum;
-        st_m[g] = mn;
+    } else {
+      // Longer tiles: a warp per query head.
+      for (int g = warp; g < G; g += NW) {
+        float* pg = prob + g * tile * BS;
+        float mt = -__int_as_float(0x7f800000);
+        for (int p = lane; p < P; p += 32) {
+          float s = 0.0f;
+          for (int qq = 0; qq < Q; ++qq) s += red[g * redw + qq * P + p];
+          s = pos0 + p < n ? s / rsq : -__int_as_float(0x7f800000);
+          pg[p] = s;
+          mt = fmaxf(mt, s);
+        }
+        for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+        const float mo = st_m[g], mn = fmaxf(mo, mt);
+        float sum = 0.0f;
+        for (int p = lane; p < P; p += 32) {
+          const float e = expf(pg[p] - mn);
+          pg[p] = e;
+          sum += e;
+        }
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) {
+          const float a = expf(mo - mn);
+          st_a[g] = a;
+          st_l[g] = st_l[g] * a + sum;
+          st_m[g] = mn;
+        }
       }
     }
     __syncthreads();

@@ -18,4 +18,6 @@ if (cnt < BS) {|if (false) {
 accs[(g0 + g) * D + d] * st_a[g0 + g]|accs[(g0 + g) * D + d]
 if (tid == 0) counters[pair] = 0;|
 s = pos0 + p < n ? s / rsq|s = pos0 + p <= n ? s / rsq
+if (valid && pos0 + p < n) {|if (valid && pos0 + p <= n) {
+for (int o = P / 2; o > 0; o >>= 1) sum +=|for (int o = P / 4; o > 0; o >>= 1) sum +=
 M

@@ -37,6 +37,8 @@ CASES = [
     ("e6_splits_tiles", 1, 25, 320, 8, 4, 128, 1),
     # d 256 with G = 8 and an odd context, random lengths
     ("e7_d256_ctx77", 0, 3, 77, 16, 2, 256, 1),
+    # 2 cache blocks per split (32-position tiles: the segmented softmax at P = 32), 3 splits
+    ("e8_p32_G4", 1, 60, 96, 8, 2, 128, 1),
 ]
 
 
