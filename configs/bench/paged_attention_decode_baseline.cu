@@ -29,7 +29,10 @@
 // - Every position goes through the block table; sequence lengths up to
 //   16 * max_blocks; any G (in chunks of 8), head sizes that are multiples of
 //   32 up to 256 (one thread per dimension, __launch_bounds__(256)).
-// Measured on H200 (2026-12-01, driver 580.159.04, `kopt bench --seeds 1`): paged_attention_decode: 11.5 % of speed of light (weighted over 5 shapes), 1.05x the naive reference, 0 launch-bound shapes; paged_attention_decode_fp16: 2.9 % of speed of light (weighted over 3 shapes), 1.12x the naive reference, 0 launch-bound shapes
+// Measured on H200 (2026-12-01, driver 580.159.04, `kopt bench --seeds 1`):
+// paged_attention_decode: 11.5 % of speed of light (weighted over 5 shapes), 1.05x the naive
+// reference, 0 launch-bound shapes; paged_attention_decode_fp16: 2.9 % of speed of light (weighted
+// over 3 shapes), 1.12x the naive reference, 0 launch-bound shapes
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -40,10 +43,18 @@
 #define PAD_SPLIT 0  // 0: the kernels below; 1: the split-context kernels at the end of the file
 #endif
 
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ float to_f(__half v) {
+  return __half2float(v);
+}
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) {
+  *p = __float2bfloat16(v);
+}
+__device__ __forceinline__ void store(__half* p, float v) {
+  *p = __float2half_rn(v);
+}
 
 template <typename T>
 struct __align__(16) chunk8 {
@@ -52,11 +63,10 @@ struct __align__(16) chunk8 {
 
 #if !PAD_SPLIT
 template <typename T>
-__device__ __forceinline__ void paged_attention(const T* __restrict__ query, const T* __restrict__ k_cache,
-                                                const T* __restrict__ v_cache,
-                                                const int* __restrict__ block_tables,
-                                                const int* __restrict__ seq_lens, T* __restrict__ out,
-                                                int HQ, int HKV, int D, int max_blocks) {
+__device__ __forceinline__ void paged_attention(
+    const T* __restrict__ query, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+    const int* __restrict__ block_tables, const int* __restrict__ seq_lens, T* __restrict__ out,
+    int HQ, int HKV, int D, int max_blocks) {
   extern __shared__ float smem[];
   const int G = HQ / HKV;
   const int cap = max_blocks * BS;  // score slots per head
@@ -96,8 +106,14 @@ __device__ __forceinline__ void paged_attention(const T* __restrict__ query, con
             const float4* q4 = reinterpret_cast<const float4*>(qs + (g0 + g) * D + c * X);
             const float4 a = q4[0], b = q4[1];
             float t = acc[g];
-            t = fmaf(a.x, kf[0], t); t = fmaf(a.y, kf[1], t); t = fmaf(a.z, kf[2], t); t = fmaf(a.w, kf[3], t);
-            t = fmaf(b.x, kf[4], t); t = fmaf(b.y, kf[5], t); t = fmaf(b.z, kf[6], t); t = fmaf(b.w, kf[7], t);
+            t = fmaf(a.x, kf[0], t);
+            t = fmaf(a.y, kf[1], t);
+            t = fmaf(a.z, kf[2], t);
+            t = fmaf(a.w, kf[3], t);
+            t = fmaf(b.x, kf[4], t);
+            t = fmaf(b.y, kf[5], t);
+            t = fmaf(b.z, kf[6], t);
+            t = fmaf(b.w, kf[7], t);
             acc[g] = t;
           }
         }
@@ -118,7 +134,8 @@ __device__ __forceinline__ void paged_attention(const T* __restrict__ query, con
     for (int p = lane; p < n; p += 32) sum += expf(s[p] - m);
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     for (int p = lane; p < n; p += 32) s[p] = expf(s[p] - m) / sum;
-    for (int p = n + lane; p < (n + BS - 1) / BS * BS; p += 32) s[p] = 0.0f;  // tail of the last block
+    for (int p = n + lane; p < (n + BS - 1) / BS * BS; p += 32)
+      s[p] = 0.0f;  // tail of the last block
   }
   __syncthreads();
 
@@ -166,20 +183,21 @@ __device__ __forceinline__ void paged_attention(const T* __restrict__ query, con
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-paged_attention_decode_baseline_bf16(const __nv_bfloat16* query, const __nv_bfloat16* k_cache,
-                                     const __nv_bfloat16* v_cache, const int* block_tables,
-                                     const int* seq_lens, __nv_bfloat16* out, int num_heads,
-                                     int num_kv_heads, int head_size, int max_blocks) {
-  paged_attention(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads, head_size,
-                  max_blocks);
+    paged_attention_decode_baseline_bf16(const __nv_bfloat16* query, const __nv_bfloat16* k_cache,
+                                         const __nv_bfloat16* v_cache, const int* block_tables,
+                                         const int* seq_lens, __nv_bfloat16* out, int num_heads,
+                                         int num_kv_heads, int head_size, int max_blocks) {
+  paged_attention(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads,
+                  head_size, max_blocks);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-paged_attention_decode_baseline_fp16(const __half* query, const __half* k_cache, const __half* v_cache,
-                                     const int* block_tables, const int* seq_lens, __half* out,
-                                     int num_heads, int num_kv_heads, int head_size, int max_blocks) {
-  paged_attention(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads, head_size,
-                  max_blocks);
+    paged_attention_decode_baseline_fp16(const __half* query, const __half* k_cache,
+                                         const __half* v_cache, const int* block_tables,
+                                         const int* seq_lens, __half* out, int num_heads,
+                                         int num_kv_heads, int head_size, int max_blocks) {
+  paged_attention(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads,
+                  head_size, max_blocks);
 }
 #endif  // !PAD_SPLIT
 
@@ -214,6 +232,11 @@ paged_attention_decode_baseline_fp16(const __half* query, const __half* k_cache,
 //   them (weights exp(m_z - M) / L) and resets the counter to 0.
 // - General: any num_seqs, seq_lens[i] <= 16 * max_blocks (read from seq_lens; every position
 //   through the block table), any G = HQ / HKV, head sizes that are multiples of 8.
+// - Measured on H200 (2026-12-04 04:35 UTC, driver 580.159.04, kopt eval --seeds 1, same run as
+//   PAD_SPLIT = 0): the configs' baselines since then. paged_attention_decode (PAD_NT = 128)
+//   17.9 % of speed of light weighted, 5/5 correct (11.3 % before; s0 55.0 against 79.5 us, s1
+//   12.9 against 39.8); paged_attention_decode_fp16 (PAD_NT = 256) 7.6 %, 3/3 correct (2.8 %;
+//   8.6-9.4 against 21.3-27.8 us). PAD_NT = 256 on bf16: 11.7 % (s0 93.6 us).
 #ifndef PAD_TB
 #define PAD_TB 4  // cache blocks per tile
 #endif
@@ -231,7 +254,9 @@ __device__ __forceinline__ unsigned pad_smem_u32(const void* p) {
 __device__ __forceinline__ void pad_cp16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void pad_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void pad_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void pad_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -241,17 +266,27 @@ __device__ __forceinline__ unsigned pad_dyn_smem() {
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
   return r;
 }
-__device__ __forceinline__ void pad_fail() { __trap(); }
+__device__ __forceinline__ void pad_fail() {
+  __trap();
+}
 #define PAD_SMEM_DECL extern __shared__ __align__(16) unsigned char pad_smem[];
 #else  // the CPU model (bench/hopper/pad/pad_emu.cpp, bench/hopper/emu/emu.h)
-inline unsigned pad_smem_u32(const void* p) { return smem_u32(p); }
-inline void pad_cp16(unsigned dst, const void* src) { cp_async16(dst, src, 16); }
-inline void pad_commit() { cp_async_commit(); }
+inline unsigned pad_smem_u32(const void* p) {
+  return smem_u32(p);
+}
+inline void pad_cp16(unsigned dst, const void* src) {
+  cp_async16(dst, src, 16);
+}
+inline void pad_commit() {
+  cp_async_commit();
+}
 template <int N>
 inline void pad_wait() {
   cp_async_wait<N>();
 }
-inline unsigned pad_dyn_smem() { return g_smem_bytes; }
+inline unsigned pad_dyn_smem() {
+  return g_smem_bytes;
+}
 inline void pad_fail() {
   std::fprintf(stderr, "emu: shared-memory layout larger than the launch's shared_bytes\n");
   std::abort();
@@ -260,11 +295,13 @@ inline void pad_fail() {
 #endif
 
 template <typename T>
-__device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* __restrict__ k_cache,
-                                          const T* __restrict__ v_cache, const int* __restrict__ block_tables,
-                                          const int* __restrict__ seq_lens, T* __restrict__ out, int HQ,
-                                          int HKV, int D, int max_blocks, int bps, float* __restrict__ part,
-                                          int* __restrict__ counters) {
+__device__ __forceinline__ void pad_split(const T* __restrict__ query,
+                                          const T* __restrict__ k_cache,
+                                          const T* __restrict__ v_cache,
+                                          const int* __restrict__ block_tables,
+                                          const int* __restrict__ seq_lens, T* __restrict__ out,
+                                          int HQ, int HKV, int D, int max_blocks, int bps,
+                                          float* __restrict__ part, int* __restrict__ counters) {
   PAD_SMEM_DECL
   const int G = HQ / HKV;
   const int z = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z, nz = gridDim.x;
@@ -283,7 +320,7 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
   const int j_end = min(j_begin + bps, nblk);
   const long long pair = static_cast<long long>(seq) * HKV + kvh;
   const long long q0 = pair * G * D;  // (seq * HQ + kvh * G) * D
-  if (j_begin >= j_end) {  // an empty split (nothing of this sequence), or seq_len <= 0
+  if (j_begin >= j_end) {             // an empty split (nothing of this sequence), or seq_len <= 0
     if (n <= 0 && z == 0)
       for (int i = tid; i < G * D; i += NT) store(out + q0 + i, 0.0f);
     return;
@@ -291,20 +328,22 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
   const int na = (nblk + bps - 1) / bps;  // the splits that hold part of this sequence
 
   // Shared memory (the launch plan's shared_bytes follows this layout).
-  const int kvblk = D * BS;  // elements of one cache block of one kv head, K or V
-  T* kvs = reinterpret_cast<T*>(pad_smem);                 // [stages][tile][K, V][kvblk]
+  const int kvblk = D * BS;                 // elements of one cache block of one kv head, K or V
+  T* kvs = reinterpret_cast<T*>(pad_smem);  // [stages][tile][K, V][kvblk]
   T* qraw = kvs + static_cast<long long>(stages) * tile * 2 * kvblk;  // [G][D]
-  float* qs = reinterpret_cast<float*>(qraw + G * D);     // [G][D]
+  float* qs = reinterpret_cast<float*>(qraw + G * D);                 // [G][D]
   const int redw = BS * max(NW, tile);
-  float* red = qs + G * D;       // [G][Q][P] partial scores
-  float* prob = red + G * redw;  // [G][tile * 16]
-  float* accs = prob + G * tile * BS;  // [G][D] accumulators between tiles
+  float* red = qs + G * D;                               // [G][Q][P] partial scores
+  float* prob = red + G * redw;                          // [G][tile * 16]
+  float* accs = prob + G * tile * BS;                    // [G][D] accumulators between tiles
   float2* wz = reinterpret_cast<float2*>(accs + G * D);  // [na][G] (max, sum), then merge weights
   float* st_m = reinterpret_cast<float*>(wz + nz * G);
   float* st_l = st_m + G;
   float* st_a = st_l + G;
   int* flag = reinterpret_cast<int*>(st_a + G);
-  if (reinterpret_cast<unsigned char*>(flag + 1) - pad_smem > static_cast<long long>(pad_dyn_smem())) pad_fail();
+  if (reinterpret_cast<unsigned char*>(flag + 1) - pad_smem >
+      static_cast<long long>(pad_dyn_smem()))
+    pad_fail();
 
   const int ntiles = (j_end - j_begin + tile - 1) / tile;
   const int pieces = kvblk / X;  // 16-byte pieces of one cache block's K (or V)
@@ -385,8 +424,14 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
               const float4* q4 = reinterpret_cast<const float4*>(qs + (g0 + g) * D + c * X);
               const float4 a = q4[0], bq = q4[1];
               float t = acc[g];
-              t = fmaf(a.x, kf[0], t); t = fmaf(a.y, kf[1], t); t = fmaf(a.z, kf[2], t); t = fmaf(a.w, kf[3], t);
-              t = fmaf(bq.x, kf[4], t); t = fmaf(bq.y, kf[5], t); t = fmaf(bq.z, kf[6], t); t = fmaf(bq.w, kf[7], t);
+              t = fmaf(a.x, kf[0], t);
+              t = fmaf(a.y, kf[1], t);
+              t = fmaf(a.z, kf[2], t);
+              t = fmaf(a.w, kf[3], t);
+              t = fmaf(bq.x, kf[4], t);
+              t = fmaf(bq.y, kf[5], t);
+              t = fmaf(bq.z, kf[6], t);
+              t = fmaf(bq.w, kf[7], t);
               acc[g] = t;
             }
           }
@@ -472,7 +517,8 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
         acc[g] = (it == 0 || g0 + g >= G) ? 0.0f : accs[(g0 + g) * D + d] * st_a[g0 + g];
       const int h0 = (d >> 2) & 1;
       for (int b = 0; b < nb; ++b) {
-        const chunk8<T>* vp = reinterpret_cast<const chunk8<T>*>(kt + b * 2 * kvblk + kvblk + d * BS);
+        const chunk8<T>* vp =
+            reinterpret_cast<const chunk8<T>*>(kt + b * 2 * kvblk + kvblk + d * BS);
         const chunk8<T> c0 = vp[h0], c1 = vp[h0 ^ 1];  // V[blk, kvh, d, 0..15]
         float vf[BS];
 #pragma unroll
@@ -488,7 +534,8 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
 #pragma unroll
         for (int g = 0; g < GC; ++g) {
           if (g0 + g < G) {
-            const float4* s4 = reinterpret_cast<const float4*>(prob + (g0 + g) * tile * BS + b * BS);
+            const float4* s4 =
+                reinterpret_cast<const float4*>(prob + (g0 + g) * tile * BS + b * BS);
             float a = acc[g];
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
@@ -550,7 +597,8 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
       float4 a[8];
 #pragma unroll
       for (int k = 0; k < 8; ++k)
-        a[k] = s0 + k < na ? __ldcg(acc0 + (s0 + k) * (G * D / 4) + u) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        a[k] = s0 + k < na ? __ldcg(acc0 + (s0 + k) * (G * D / 4) + u)
+                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         const float w = s0 + k < na ? wz[(s0 + k) * G + g].x : 0.0f;
@@ -570,20 +618,22 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query, const T* 
 }
 
 extern "C" __global__ void __launch_bounds__(PAD_NT, PAD_MINB)
-paged_attention_decode_split_bf16(const __nv_bfloat16* query, const __nv_bfloat16* k_cache,
-                                  const __nv_bfloat16* v_cache, const int* block_tables, const int* seq_lens,
-                                  __nv_bfloat16* out, int num_heads, int num_kv_heads, int head_size,
-                                  int max_blocks, int bps, float* partials, int* counters) {
-  pad_split(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads, head_size, max_blocks,
-            bps, partials, counters);
+    paged_attention_decode_split_bf16(const __nv_bfloat16* query, const __nv_bfloat16* k_cache,
+                                      const __nv_bfloat16* v_cache, const int* block_tables,
+                                      const int* seq_lens, __nv_bfloat16* out, int num_heads,
+                                      int num_kv_heads, int head_size, int max_blocks, int bps,
+                                      float* partials, int* counters) {
+  pad_split(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads,
+            head_size, max_blocks, bps, partials, counters);
 }
 
 extern "C" __global__ void __launch_bounds__(PAD_NT, PAD_MINB)
-paged_attention_decode_split_fp16(const __half* query, const __half* k_cache, const __half* v_cache,
-                                  const int* block_tables, const int* seq_lens, __half* out, int num_heads,
-                                  int num_kv_heads, int head_size, int max_blocks, int bps, float* partials,
-                                  int* counters) {
-  pad_split(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads, head_size, max_blocks,
-            bps, partials, counters);
+    paged_attention_decode_split_fp16(const __half* query, const __half* k_cache,
+                                      const __half* v_cache, const int* block_tables,
+                                      const int* seq_lens, __half* out, int num_heads,
+                                      int num_kv_heads, int head_size, int max_blocks, int bps,
+                                      float* partials, int* counters) {
+  pad_split(query, k_cache, v_cache, block_tables, seq_lens, out, num_heads, num_kv_heads,
+            head_size, max_blocks, bps, partials, counters);
 }
 #endif  // PAD_SPLIT
