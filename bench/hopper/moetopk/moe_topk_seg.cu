@@ -44,10 +44,24 @@
 #ifndef MT_WARPS
 #define MT_WARPS 4  // warps per block (the plan's block and grid use it)
 #endif
+#ifndef MT_EXACT_INLINE
+#define MT_EXACT_INLINE __forceinline__  // __noinline__ costs registers and spills at MT_WARPS 8
+#endif
 #ifndef MT_EXACT_HOOK
 #define MT_EXACT_HOOK()  // the CPU model counts fast-path rows sent to the exact path here
 #endif
-#define MT_V 16  // values per lane on the fast path
+#ifndef MT_V
+#define MT_V 16  // values per lane on the fast path: 16 or 32
+#endif
+#if MT_V == 32
+#define MT_LV 5                     // log2(MT_V): the local index bits of a key
+#define MT_CLAMP 0x1p-15f           // e is clamped to [2^-15, 2): bits(e) >> 27 == 00111b
+#define MT_HIBITS 0x38000000u
+#else
+#define MT_LV 4
+#define MT_CLAMP 0x1p-31f           // e is clamped to [2^-31, 2): bits(e) >> 28 == 0011b
+#define MT_HIBITS 0x30000000u
+#endif
 #define MT_C 8   // sorted keys kept per lane = largest top_k of the fast path
 
 __device__ __forceinline__ void mt_ce(unsigned& a, unsigned& b) {  // a := max, b := min
@@ -66,8 +80,23 @@ __device__ __forceinline__ void mt_sort8(unsigned* k) {
   mt_ce(k[1], k[2]); mt_ce(k[3], k[4]); mt_ce(k[5], k[6]);
 }
 
+// out = the top 8 of two descending 8-lists, descending: the larger of a[i] and b[7 - i]
+// (a bitonic sequence holding the top 8), then a bitonic merge. out may alias a.
+__device__ __forceinline__ void mt_merge8(const unsigned* a, const unsigned* b, unsigned* out) {
+  unsigned t[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) t[i] = max(a[i], b[7 - i]);
+#pragma unroll
+  for (int d = 4; d > 0; d >>= 1)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if ((i & d) == 0) mt_ce(t[i], t[i + d]);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = t[i];
+}
+
 // The exact path for one row, by the whole warp (the reference's arithmetic and order).
-__device__ __noinline__ void mt_exact_row(const float* __restrict__ xr, float* __restrict__ w_out,
+__device__ MT_EXACT_INLINE void mt_exact_row(const float* __restrict__ xr, float* __restrict__ w_out,
                                           int* __restrict__ id_out, int num_experts, int top_k,
                                           int lane) {
   const float NEG_INF = -__int_as_float(0x7f800000);
@@ -148,21 +177,25 @@ __device__ __forceinline__ void mt_fast(const float* __restrict__ gating_output,
     unsigned k[MT_V];
 #pragma unroll
     for (int j = 0; j < MT_V; ++j)
-      k[j] = (__float_as_uint(fmaxf(v[j], 0x1p-31f)) << 4) | static_cast<unsigned>(MT_V - 1 - j);
-    // top 8 of the lane's 16 keys, sorted: sort both halves, keep the larger of k[i] and
-    // k[15 - i] (a bitonic sequence holding the top 8), then a bitonic merge
+      k[j] = (__float_as_uint(fmaxf(v[j], MT_CLAMP)) << MT_LV) | static_cast<unsigned>(MT_V - 1 - j);
+    // top 8 of the lane's keys, sorted: sorted groups of 8, merged pairwise (mt_merge8)
+    unsigned h[MT_C];
+#if MT_V == 32
+    mt_sort8(k); mt_sort8(k + 8); mt_sort8(k + 16); mt_sort8(k + 24);
+    mt_merge8(k, k + 8, k);
+    mt_merge8(k + 16, k + 24, k + 16);
+    mt_merge8(k, k + 16, h);
+#else
     mt_sort8(k);
     mt_sort8(k + 8);
-    unsigned h[MT_C];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) h[i] = max(k[i], k[15 - i]);
-#pragma unroll
-    for (int d = 4; d > 0; d >>= 1)
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        if ((i & d) == 0) mt_ce(h[i], h[i + d]);
+    mt_merge8(k, k + 8, h);
+#endif
 
-    unsigned my_k = 0, my_b = 0;
+    // output slot r is lane r % L's slot r / L (one slot per lane when L >= 8)
+    constexpr int NS = (MT_C + L - 1) / L;
+    unsigned my_k[NS], my_b[NS];
+#pragma unroll
+    for (int i = 0; i < NS; ++i) my_k[i] = my_b[i] = 0u;
 #pragma unroll
     for (int r = 0; r < MT_C; ++r) {
       if (r >= top_k) break;  // uniform
@@ -171,9 +204,9 @@ __device__ __forceinline__ void mt_fast(const float* __restrict__ gating_output,
       for (int o = 1; o < L; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
       const bool win = h[0] == m;
       const unsigned wb = __ballot_sync(0xffffffffu, win);
-      if (sl == r) {
-        my_k = m;
-        my_b = wb;
+      if (sl == r % L) {
+        my_k[r / L] = m;
+        my_b[r / L] = wb;
       }
       if (win) {
 #pragma unroll
@@ -184,29 +217,41 @@ __device__ __forceinline__ void mt_fast(const float* __restrict__ gating_output,
     unsigned kn = h[0];  // the largest key not selected
 #pragma unroll
     for (int o = 1; o < L; o <<= 1) kn = max(kn, __shfl_xor_sync(0xffffffffu, kn, o));
-    const unsigned nk_down = __shfl_down_sync(0xffffffffu, my_k, 1, L);
     // a lane that popped all its 8 keys (its 9th is unknown); key 0 may also be a real
     // clamped e with j = 15: then the row only takes the exact path needlessly
     bool bad = h[0] == 0u;
     bad |= !(s <= 3.0e38f);  // NaN / inf logits: the exact path reproduces the reference
-    int id = 0;
-    float w = 0.0f;
-    if (sl < top_k) {
-      const unsigned nk = sl + 1 < top_k ? nk_down : kn;
-      const float e_me = __uint_as_float((my_k >> 4) | 0x30000000u);
-      const float e_nx = __uint_as_float((nk >> 4) | 0x30000000u);
-      bad |= !(e_me > e_nx * (1.0f + 0x1p-22f));
-      const unsigned sb = (my_b >> seg) & SEGMASK;
-      bad |= (sb & (sb - 1u)) != 0u;  // two lanes held this key
-      const int owner = __ffs(sb) - 1;
-      const int j = MT_V - 1 - static_cast<int>(my_k & 15u);
-      id = (((j >> 2) * L + owner) << 2) + (j & 3);
-      w = e_me / s;
+    int id[NS];
+    float w[NS];
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+      // the key of slot r + 1: the next lane's slot i, or lane 0's slot i + 1
+      const unsigned nk_down = __shfl_down_sync(0xffffffffu, my_k[i], 1, L);
+      const unsigned nk_wrap = i + 1 < NS ? __shfl_sync(0xffffffffu, my_k[i + 1 < NS ? i + 1 : i], seg) : kn;
+      const int r = i * L + sl;
+      id[i] = 0;
+      w[i] = 0.0f;
+      if (r < top_k) {
+        const unsigned nk = r + 1 >= top_k ? kn : sl + 1 < L ? nk_down : nk_wrap;
+        const float e_me = __uint_as_float((my_k[i] >> MT_LV) | MT_HIBITS);
+        const float e_nx = __uint_as_float((nk >> MT_LV) | MT_HIBITS);
+        bad |= !(e_me > e_nx * (1.0f + 0x1p-22f));
+        const unsigned sb = (my_b[i] >> seg) & SEGMASK;
+        bad |= (sb & (sb - 1u)) != 0u;  // two lanes held this key
+        const int owner = __ffs(sb) - 1;
+        const int j = MT_V - 1 - static_cast<int>(my_k[i] & (MT_V - 1u));
+        id[i] = (((j >> 2) * L + owner) << 2) + (j & 3);
+        w[i] = e_me / s;
+      }
     }
     unsigned badb = __ballot_sync(0xffffffffu, bad && valid);
-    if (valid && sl < top_k && ((badb >> seg) & SEGMASK) == 0u) {
-      topk_weights[row * top_k + sl] = w;
-      topk_ids[row * top_k + sl] = id;
+    if (valid && ((badb >> seg) & SEGMASK) == 0u) {
+#pragma unroll
+      for (int i = 0; i < NS; ++i)
+        if (i * L + sl < top_k) {
+          topk_weights[row * top_k + i * L + sl] = w[i];
+          topk_ids[row * top_k + i * L + sl] = id[i];
+        }
     }
     while (badb != 0u) {  // uniform: rows that need the exact path, one by one
       const int g = (__ffs(badb) - 1) / L;
@@ -225,12 +270,13 @@ moe_topk_gating_softmax_seg(const float* __restrict__ gating_output,
                             int tokens, int num_experts, int top_k) {
   const bool aligned = (reinterpret_cast<unsigned long long>(gating_output) & 15ull) == 0;
   if (aligned && top_k >= 1 && top_k <= MT_C) {
-    if (num_experts == 128) return mt_fast<8>(gating_output, topk_weights, topk_ids, tokens, top_k);
-    if (num_experts == 256 && top_k <= 16)
-      return mt_fast<16>(gating_output, topk_weights, topk_ids, tokens, top_k);
-    if (num_experts == 512) return mt_fast<32>(gating_output, topk_weights, topk_ids, tokens, top_k);
-    if (num_experts == 64 && top_k <= 4)
-      return mt_fast<4>(gating_output, topk_weights, topk_ids, tokens, top_k);
+    // L = num_experts / MT_V lanes per row; slot r is written by lane r % L
+    if (num_experts == 8 * MT_V) return mt_fast<8>(gating_output, topk_weights, topk_ids, tokens, top_k);
+    if (num_experts == 4 * MT_V) return mt_fast<4>(gating_output, topk_weights, topk_ids, tokens, top_k);
+#if MT_V == 16  // (at MT_V 32 these two spill: 512 / 1024 experts take the exact path there)
+    if (num_experts == 16 * MT_V) return mt_fast<16>(gating_output, topk_weights, topk_ids, tokens, top_k);
+    if (num_experts == 32 * MT_V) return mt_fast<32>(gating_output, topk_weights, topk_ids, tokens, top_k);
+#endif
   }
   const int lane = threadIdx.x & 31;
   for (long long row = static_cast<long long>(blockIdx.x) * MT_WARPS + (threadIdx.x >> 5);

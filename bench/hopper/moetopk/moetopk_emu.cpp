@@ -181,7 +181,7 @@ static Stats run_case(const char* name, int tokens, int E, int k,
     for (int e = 0; e < E; ++e) x[static_cast<size_t>(r) * E + e] = gen(r, e);
   std::vector<float> w(static_cast<size_t>(tokens) * k, 12345.f), rw(k);
   std::vector<int> id(static_cast<size_t>(tokens) * k, -77), rid(k);
-  if (grid < 0) grid = std::max(1, (tokens * E + 512 * MT_WARPS - 1) / (512 * MT_WARPS));
+  if (grid < 0) grid = std::max(1, (tokens * E + 32 * MT_V * MT_WARPS - 1) / (32 * MT_V * MT_WARPS));
   const long long ex0 = g_exact_rows;
   launch(grid, x, w.data(), id.data(), tokens, E, k);
   Stats st;
@@ -272,9 +272,9 @@ int main(int argc, char** argv) {
           for (int e = 0; e < E; e += 16) v[e] = 3.0f;
         } else if (fam == 11) {  // the top 8 all in one lane's 16 values (lane exhaustion)
           for (int e = 0; e < E; ++e) v[e] = -5.f + 0.001f * nd(rng);
-          for (int q = 0; q < 4 && q * 4 * (E / 16) < E; ++q)
+          for (int q = 0; q < 4 && q * 4 * (E / MT_V) < E; ++q)
             for (int c = 0; c < 4; ++c) {
-              const int e = q * 4 * std::max(1, E / 16) + c;
+              const int e = q * 4 * std::max(1, E / MT_V) + c;
               if (e < E) v[e] = 4.f - 0.1f * (q * 4 + c);
             }
         }
