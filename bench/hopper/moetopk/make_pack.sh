@@ -5,7 +5,7 @@
 set -e
 H=$(cd "$(dirname "$0")" && pwd); R=$(cd "$H/../../.." && pwd); W=${1:-$R/.gpuwork/moetopk}
 rm -rf "$W" && mkdir -p "$W"
-cp "$H/run.sh" "$H/README.txt" "$H/moetopk.spec" "$H/moe_topk_seg.cu" "$H"/cand_seg_w*.json "$W/"
+cp "$H/run.sh" "$H/README.txt" "$H/moetopk.spec" "$H/moe_topk_seg.cu" "$H"/cand_*.json "$W/"
 chmod +x "$W/run.sh"
 touch "$W/READY"
 ls "$W"

@@ -44,6 +44,9 @@
 #ifndef MT_WARPS
 #define MT_WARPS 4  // warps per block (the plan's block and grid use it)
 #endif
+#ifndef MT_EW
+#define MT_EW 8  // the exact path keeps p in registers up to 32 * MT_EW experts (16 spilled)
+#endif
 #ifndef MT_EXACT_INLINE
 #define MT_EXACT_INLINE __forceinline__  // __noinline__ costs registers and spills at MT_WARPS 8
 #endif
@@ -100,6 +103,58 @@ __device__ MT_EXACT_INLINE void mt_exact_row(const float* __restrict__ xr, float
                                           int* __restrict__ id_out, int num_experts, int top_k,
                                           int lane) {
   const float NEG_INF = -__int_as_float(0x7f800000);
+  if (num_experts <= 32 * MT_EW) {
+    // Rows of up to 32 * MT_EW experts (every fast-path fallback): p in registers (lane l holds
+    // ids l + 32 i), each round two warp reductions (REDUX) instead of 5 shuffle pairs, so a
+    // near-tied row costs its warp little latency.
+    float p[MT_EW];
+    float mx = NEG_INF;
+#pragma unroll
+    for (int i = 0; i < MT_EW; ++i) {
+      p[i] = lane + 32 * i < num_experts ? xr[lane + 32 * i] : NEG_INF;
+      mx = fmaxf(mx, p[i]);
+    }
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float s = 0.0f;  // sequential in id order, as the reference (all lanes add the same values)
+#pragma unroll
+    for (int i = 0; i < MT_EW; ++i) {
+      if (32 * i >= num_experts) break;  // uniform
+      p[i] = lane + 32 * i < num_experts ? expf(p[i] - mx) : 0.0f;
+      const int n = min(32, num_experts - 32 * i);
+      for (int t = 0; t < n; ++t) s += __shfl_sync(0xffffffffu, p[i], t);
+    }
+#pragma unroll
+    for (int i = 0; i < MT_EW; ++i)  // NaN never qualifies below: absent ids are NaN
+      p[i] = lane + 32 * i < num_experts ? p[i] / s : __int_as_float(0x7fc00000);
+    float prev_p = __int_as_float(0x7f800000);
+    int prev_id = -1;
+    for (int r = 0; r < top_k; ++r) {
+      float best_p = NEG_INF;
+      int best = 0x7fffffff;
+#pragma unroll
+      for (int i = 0; i < MT_EW; ++i) {
+        const int e = lane + 32 * i;
+        const bool after_prev = p[i] < prev_p || (p[i] == prev_p && e > prev_id);
+        if (after_prev && p[i] > best_p) {  // ids ascend with i: the first of equal p stays
+          best_p = p[i];
+          best = e;
+        }
+      }
+      // p >= 0, so its bits order as unsigned; + 1 keeps 0 for "no qualifier in this lane"
+      const unsigned pb = best != 0x7fffffff ? __float_as_uint(best_p) + 1u : 0u;
+      const unsigned m = __reduce_max_sync(0xffffffffu, pb);
+      const unsigned bi = __reduce_min_sync(0xffffffffu, pb == m && m != 0u ? static_cast<unsigned>(best) : 0x7fffffffu);
+      best_p = m != 0u ? __uint_as_float(m - 1u) : NEG_INF;  // none: the reference's -1 / -inf
+      best = m != 0u ? static_cast<int>(bi) : -1;
+      if (lane == 0) {
+        w_out[r] = best_p;
+        id_out[r] = best;
+      }
+      prev_p = best_p;
+      prev_id = best;
+    }
+    return;
+  }
   float mx = NEG_INF;
   for (int e = lane; e < num_experts; e += 32) mx = fmaxf(mx, xr[e]);
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));

@@ -1,7 +1,7 @@
 // CPU model run of bench/hopper/moetopk/moe_topk_seg.cu: the kernel's real source is compiled
 // for the host with a small CUDA shim (below): one std::thread per lane, 32 per warp; the
 // warp collectives it uses (__shfl_xor_sync, __shfl_sync, __shfl_down_sync with width,
-// __ballot_sync) meet at a per-warp barrier where every lane deposits its operand and reads the
+// __ballot_sync, __reduce_max_sync / __reduce_min_sync) meet at a per-warp barrier where every lane deposits its operand and reads the
 // one it asks for. The kernel uses no shared memory and no block barrier, so warps run one at a
 // time. Outputs are compared EXACTLY (ids and weights bit for bit where the reference's order
 // is decided; weights also under the config's tolerance) with a host reference that computes
@@ -98,6 +98,22 @@ inline unsigned __ballot_sync(unsigned, bool p) {
   t_warp->bar.arrive_and_wait();
   unsigned r = 0;
   for (int i = 0; i < 32; ++i) r |= (t_warp->slot[i] ? 1u : 0u) << i;
+  t_warp->bar.arrive_and_wait();
+  return r;
+}
+inline unsigned __reduce_max_sync(unsigned, unsigned v) {
+  t_warp->slot[t_lane] = v;
+  t_warp->bar.arrive_and_wait();
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r = std::max(r, t_warp->slot[i]);
+  t_warp->bar.arrive_and_wait();
+  return r;
+}
+inline unsigned __reduce_min_sync(unsigned, unsigned v) {
+  t_warp->slot[t_lane] = v;
+  t_warp->bar.arrive_and_wait();
+  unsigned r = ~0u;
+  for (int i = 0; i < 32; ++i) r = std::min(r, t_warp->slot[i]);
   t_warp->bar.arrive_and_wait();
   return r;
 }
@@ -234,7 +250,7 @@ int main(int argc, char** argv) {
     acc(run_case(nm, T, E, 8, [&](int r, int e) { return vals[static_cast<size_t>(r) * E + e]; }));
   }
   // adversarial rows, each family over the fast shapes and others
-  for (int E : {128, 256, 64, 512, 96, 100, 33}) {
+  for (int E : {128, 256, 64, 512, 96, 100, 33, 300, 600}) {
     for (int k : {8, 1, 4}) {
       if (quick && k != 8 && E != 128) continue;
       std::mt19937 rng(7 * E + k);
