@@ -7,11 +7,12 @@
 //
 // Why this shape: the one-warp-per-row baseline is issue-bound (8 rounds x 5 shuffle levels per
 // row plus a 16-wide local rescan per round). Here a row is held by a segment of
-// L = num_experts / 16 lanes (8 for 128 experts: 4 rows per warp), 16 values per lane, so one
-// shuffle serves several rows and reductions are log2(L) deep.
+// L = num_experts / MT_V lanes (MT_V = 16: 8 lanes for 128 experts, 4 rows per warp), MT_V
+// values per lane, so one shuffle serves several rows and reductions are log2(L) deep.
+// (Described below for MT_V = 16; MT_V = 32 uses 5 index bits and clamps e at 2^-15.)
 //
 // Fast path, per row:
-// - float4 loads at float4 index q * L + lane (q = 0..3): coalesced, 128 contiguous bytes per
+// - float4 loads at float4 index q * L + lane (q = 0..MT_V/4-1): coalesced, 128 contiguous bytes per
 //   row and instruction; value j = 4 q + c of a lane is expert (q L + lane) * 4 + c.
 // - max and sum by lane loops plus xor-shuffle trees inside the segment; e = expf(x - max) as
 //   the reference computes it. p = e / sum is only computed for the k outputs.
@@ -32,14 +33,16 @@
 //   differ from the reference's only through the sum order (relative <= 127 * 2^-24, far inside
 //   rtol 1e-4). Exact duplicates, near ties (4 ulps), clamped (e < 2^-31) outputs, a lane that
 //   ran out of its 8 sorted keys, a non-finite sum (NaN / inf logits) all send the row to the
-//   exact path: N(0,1) rows need it about once in 1e5.
-// Exact path (failed rows and every shape without a fast path: num_experts not in
-// {64, 128, 256, 512}, top_k > min(8, L), misaligned input): one warp per row, the reference's
+//   exact path: N(0,1) rows needed it 2 times in 38k (CPU model, the 10 workloads).
+// Exact path (failed rows and every shape without a fast path: num_experts not 4, 8, 16 or
+// 32 x MT_V, top_k > 8, misaligned input): one warp per row, the reference's
 // arithmetic: fmaxf max, the sum in the reference's sequential order (all lanes add the same
 // shuffled values in id order), p = expf(x - max) / sum, top_k rounds of "the next after
-// (prev_p, prev_id)" with the first-strict-max rule, -1 / -inf when nothing qualifies.
+// (prev_p, prev_id)" with the first-strict-max rule, -1 / -inf when nothing qualifies; up to
+// 32 * MT_EW experts with p in registers and REDUX max / min per round.
 // Rows are grid-strided, so any grid is correct; the plan's grid gives one pass for the fast
-// path (ceil_div(tokens * num_experts, 512 * MT_WARPS) blocks of 32 * MT_WARPS threads).
+// path (ceil_div(tokens * num_experts, 32 * MT_V * MT_WARPS) blocks of 32 * MT_WARPS threads).
+// CPU model: bench/hopper/moetopk/moetopk_emu.cpp; notes: bench/hopper/moetopk/NOTES.md.
 
 #ifndef MT_WARPS
 #define MT_WARPS 4  // warps per block (the plan's block and grid use it)
