@@ -255,13 +255,13 @@ int main(int argc, char** argv) {
       if (quick && k != 8 && E != 128) continue;
       std::mt19937 rng(7 * E + k);
       std::normal_distribution<float> nd(0.f, 1.f);
-      const int T = 97;
+      const int T = quick ? 97 : 390;  // 30 rows per family
       std::vector<float> vals(static_cast<size_t>(T) * E);
-      // row families by r % 12
+      // row families by r % 13
       for (int r = 0; r < T; ++r) {
         float* v = &vals[static_cast<size_t>(r) * E];
         for (int e = 0; e < E; ++e) v[e] = nd(rng);
-        const int fam = r % 12;
+        const int fam = r % 13;
         if (fam == 1) {  // exact duplicate logits among the top (and elsewhere)
           for (int e = 0; e < E; ++e) v[e] = static_cast<float>(static_cast<int>(v[e] * 2)) * 0.5f;
         } else if (fam == 2) {  // all equal
@@ -286,6 +286,15 @@ int main(int argc, char** argv) {
           v[(r * 5) % E] = INFINITY;
         } else if (fam == 10) {  // a top value repeated in several lanes, same local index
           for (int e = 0; e < E; e += 16) v[e] = 3.0f;
+        } else if (fam == 12) {  // the top 10 a few ulps apart (1..12 ulps of x): both sides of
+          // the 4-ulp acceptance margin, where the tree and the sequential sum can differ
+          std::uniform_int_distribution<int> ud(1, 12);
+          float b = 2.0f + 0.25f * nd(rng);
+          for (int t = 0; t < 10 && t * 7 < E; ++t) {
+            v[(t * 7 + r) % E] = b;
+            const int g = ud(rng);
+            for (int u = 0; u < g; ++u) b = std::nextafter(b, -10.f);
+          }
         } else if (fam == 11) {  // the top 8 all in one lane's 16 values (lane exhaustion)
           for (int e = 0; e < E; ++e) v[e] = -5.f + 0.001f * nd(rng);
           for (int q = 0; q < 4 && q * 4 * (E / MT_V) < E; ++q)
