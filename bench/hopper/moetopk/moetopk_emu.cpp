@@ -118,7 +118,7 @@ inline unsigned __reduce_min_sync(unsigned, unsigned v) {
   return r;
 }
 
-#include "moe_topk_seg.cu"
+#include "../../../configs/bench/moe_topk_gating_softmax_seg.cu"
 
 // Runs the kernel over grid x block(32 * MT_WARPS): 32 persistent lane threads take the warps
 // one after another.
