@@ -235,7 +235,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // - Measured on H200 (2026-12-04 04:35 UTC, driver 580.159.04, kopt eval --seeds 1, same run as
 //   PAD_SPLIT = 0): the configs' baselines since then. paged_attention_decode (PAD_NT = 128)
 //   17.9 % of speed of light weighted, 5/5 correct (11.3 % before; s0 55.0 against 79.5 us, s1
-//   12.9 against 39.8); paged_attention_decode_fp16 (PAD_NT = 256) 7.6 %, 3/3 correct (2.8 %;
+//   12.9 against 39.8); paged_attention_decode_fp16 (PAD_NT = 256) 7.5 %, 3/3 correct (2.8 %;
 //   8.6-9.4 against 21.3-27.8 us). PAD_NT = 256 on bf16: 11.7 % (s0 93.6 us).
 #ifndef PAD_TB
 #define PAD_TB 4  // cache blocks per tile
