@@ -1,4 +1,4 @@
-// Runs attention_forward_ws (bench/hopper/afwd/attention_forward_ws.cu) on the CPU through
+// Runs attention_forward_ws (configs/bench/attention_forward_ws.cu) on the CPU through
 // bench/hopper/emu's model of the PTX primitives (wgmma with its 128- and 32-byte-swizzled
 // descriptors, cp.async on mbarriers, setmaxnreg as a no-op) and compares every output element
 // with a float64 reference under attention_forward's tolerance (atol 1e-2, rtol 2e-2). Checks
@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "attention_forward_ws.cu"
+#include "../../../configs/bench/attention_forward_ws.cu"
 #include "emu.h"
 
 namespace {
