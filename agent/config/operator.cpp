@@ -118,6 +118,7 @@ json generator_json(const generator& g) {
     case generator::kind::permutation: {
       json j = {{"kind", "permutation"}};
       if (!g.int_high.empty()) j["n"] = g.int_high;
+      if (g.disjoint_rows) j["disjoint"] = true;
       return j;
     }
     case generator::kind::constant:

@@ -78,7 +78,8 @@ struct generator {
     uniform,      // low, high (floats)
     int_range,    // uniform integers in [int_low, int_high) (expressions)
     permutation,  // each row along the last axis is a permutation of [0, n)
-                  // where n = int_high (expression; default the last dim)
+                  // where n = int_high (expression; default the last dim);
+                  // disjoint_rows: one permutation across all rows
     constant,     // every element = value (allowed for e.g. unit scales)
     kernel,       // a generator kernel in device code (see docs)
   };
@@ -89,6 +90,7 @@ struct generator {
   double scale = 1.0;          // multiplies normal/uniform draws (e.g. 0.02)
   std::string int_low = "0";   // expressions
   std::string int_high;
+  bool disjoint_rows = false;  // permutation: no value twice in the whole tensor ("disjoint")
   std::string kernel_source;   // for kind::kernel: device code and entry point
   std::string kernel_name;
 };

@@ -154,8 +154,8 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
   auto kit = j.find("kind");
   if (kit == j.end()) {
     object_reader(ctx, j, p,
-                  {"kind", "mean", "stddev", "scale", "low", "high", "n", "value", "source",
-                   "source_file", "kernel"});
+                  {"kind", "mean", "stddev", "scale", "low", "high", "n", "disjoint", "value",
+                   "source", "source_file", "kernel"});
     ctx.error(p, "missing required field \"kind\" (one of normal, uniform, int_range, "
                  "permutation, constant, kernel)");
     return std::nullopt;
@@ -178,7 +178,7 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
     allowed.insert(allowed.end(), {"low", "high"});
   } else if (kind == "permutation") {
     g.k = generator::kind::permutation;
-    allowed.insert(allowed.end(), {"n"});
+    allowed.insert(allowed.end(), {"n", "disjoint"});
   } else if (kind == "constant") {
     g.k = generator::kind::constant;
     allowed.insert(allowed.end(), {"value"});
@@ -252,6 +252,12 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
         }
       } else if (g.k == generator::kind::int_range) {
         ok = false;
+      }
+      if (g.k == generator::kind::permutation && r.has("disjoint")) {
+        if (auto z = r.boolean("disjoint"))
+          g.disjoint_rows = *z;
+        else
+          ok = false;
       }
       break;
     }
@@ -1053,11 +1059,17 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
         } else if (g.k == generator::kind::permutation) {
           if (t.shape.empty()) {
             ctx.error(gp / "kind", "permutation needs a tensor with at least one dimension");
-          } else if (!g.int_high.empty()) {
-            auto n = eval(gp / "n", g.int_high);
+          } else {
+            // n defaults to the last dimension (generator_json / inputs.cpp).
+            auto n = g.int_high.empty() ? std::optional<std::int64_t>(last) : eval(gp / "n", g.int_high);
+            const std::int64_t elements = bytes / static_cast<std::int64_t>(dtype_size(t.type));
             if (n && dims_ok && *n < last)
               ctx.error(gp / "n", who + "permutation of [0, " + std::to_string(*n) +
                                       ") cannot fill rows of length " + std::to_string(last));
+            else if (n && dims_ok && g.disjoint_rows && *n < elements)
+              ctx.error(gp / "n", who + "disjoint permutation of [0, " + std::to_string(*n) +
+                                      ") cannot fill " + std::to_string(elements) +
+                                      " elements without repeating a value");
           }
         }
       }

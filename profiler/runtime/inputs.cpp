@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "core/kernel_params.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/evaluator_impl.hpp"
+#include "config/permutation.hpp"
 
 namespace kopt::harness {
 
@@ -96,20 +96,13 @@ void evaluator::impl::generate_inputs(const config::operator_config& op, const c
     }
     void* dst = st.inputs[k].at(t.name).data();
     if (g.k == config::generator::kind::permutation) {
-      // Host-side Fisher-Yates per row: permutations are small (block tables).
+      // Host-side Fisher-Yates: permutations are small (block tables).
       const std::int64_t n = g.int_high.empty()
                                  ? (t.shape.empty() ? t.elements : t.shape.back())
                                  : expr::evaluate(g.int_high, expr::map_resolver(names));
-      std::vector<std::int64_t> vals(static_cast<std::size_t>(t.elements));
-      std::mt19937_64 prng(tseed);
       const std::int64_t row = t.shape.empty() ? t.elements : t.shape.back();
-      for (std::int64_t r0 = 0; r0 < t.elements; r0 += std::max<std::int64_t>(row, 1)) {
-        std::vector<std::int64_t> perm(static_cast<std::size_t>(std::max<std::int64_t>(n, row)));
-        for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
-        std::shuffle(perm.begin(), perm.end(), prng);
-        for (std::int64_t i = 0; i < row && r0 + i < t.elements; ++i)
-          vals[static_cast<std::size_t>(r0 + i)] = perm[static_cast<std::size_t>(i)];
-      }
+      const std::vector<std::int64_t> vals =
+          config::permutation_values(n, t.elements, row, g.disjoint_rows, tseed);
       std::string host(static_cast<std::size_t>(t.bytes), '\0');
       for (std::size_t i = 0; i < vals.size(); ++i) {
         if (t.type == config::dtype::int64)

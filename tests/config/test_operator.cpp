@@ -315,6 +315,21 @@ TEST(Validator, GeneratorRules) {
   EXPECT_TRUE(contains(r.diagnostics, "constant for an integer tensor must be an integer, got 1.5")) << all(r.diagnostics);
   r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "permutation"}, {"low", nullptr}, {"high", nullptr}}}}}}}});
   EXPECT_TRUE(r.ok()) << all(r.diagnostics);
+  // disjoint: one permutation over the whole tensor, so n must cover every element (k = 4 rows
+  // of n here), and the flag must be a boolean.
+  r = patched({{"inputs", {{"idx", {{"shape", {"k", "n"}}, {"generator", {{"kind", "permutation"}, {"n", "2 * n"}, {"disjoint", true}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics, "workload \"a\": disjoint permutation of [0, 20) cannot fill 40 elements without repeating a value")) << all(r.diagnostics);
+  r = patched({{"inputs", {{"idx", {{"shape", {"k", "n"}}, {"generator", {{"kind", "permutation"}, {"n", "k * n"}, {"disjoint", true}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(r.ok()) << all(r.diagnostics);
+  ASSERT_TRUE(r.op.has_value());
+  for (const auto& t : r.op->inputs) {
+    if (t.name == "idx") {
+      EXPECT_TRUE(t.gen && t.gen->disjoint_rows);
+    }
+  }
+  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "permutation"}, {"disjoint", "yes"}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics, "inputs.idx.generator.disjoint")) << all(r.diagnostics);
+  EXPECT_FALSE(r.ok());
 }
 
 TEST(Validator, ToleranceRules) {
