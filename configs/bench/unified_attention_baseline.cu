@@ -1132,8 +1132,15 @@ __device__ __forceinline__ unsigned bf2_to_h2(unsigned u) {
 // Steps that the warp-specialized kernels (attn_ws_d128, attn_ws_small, attn_ws_big) run alike,
 // written once. They are __forceinline__ and take the callers' register arrays by reference, in
 // the order of operations the kernels had when each wrote them out in place, so that every cubin
-// stays byte-identical (checked for the config's default and every measured variant:
-// bench/hopper/uattn/DEDUP.md); ptxas is sensitive to that order (C7513 / C7514, spills).
+// stayed byte-identical when they were factored out (the config's default and 32 other variants,
+// every measured one among them: bench/hopper/uattn/DEDUP.md, dedup/hash_all.sh). That is not
+// automatic: NVVM numbers the loop-carried registers (phi nodes) in an order that depends on how
+// the code reached the loop (which function was inlined where), and ptxas allocates differently
+// for another order. So each helper is called by the kernel function itself (a wrapper around one
+// changed a cubin), and attn_ws_d128 uses only ws_ring_init and ws_release: its mask, softmax,
+// O rescale, P hand-over and output staging are the same steps, but moving any of them (or two
+// of them) into these helpers renumbered its registers at the default or at UA_HPAIR = 0.
+// Check a change here with dedup/hash_all.sh before / after (the PTX with dedup/ptx_dump.py).
 
 // Barriers of a one-item-per-block kernel (tid 0): fullQ (the producer's 128 cp.async arrivals),
 // fullK[NS], fullV[NS] (likewise), empty[NS] (the 8 consumer warps), 8 bytes apart.
@@ -1177,21 +1184,14 @@ __device__ __forceinline__ void ws_mask(float (&sacc)[BN / 2], int t0, int row_l
   }
 }
 // Online softmax of a masked S tile, per row half hf (rows g and g + 8 of the warp): the running
-// max m (over the 4 lanes of a quad), the rescale factor corr of O and l, l += the tile's sum, and
-// P as the A fragments of the next P V: nh = bf16(p), nl = bf16(p - nh) (the hi + lo split the
-// tolerance needs, see the header). LO (attn_ws_d128's UA_LO_SKIP): p stays in sacc for the
-// fp16 split after the warpgroup's vote, l and e2 become the whole row's (quad sums), tsum2 gets
-// the tile's sum of p^2 and lo_ok the rows' verdict (rows from row_lo + g, those past len do not
-// vote; lo_c = kLoC there).
-// (A wrapper without the LO arguments changed the machine code of unified_attention_ws at
-// UA_WS_SMALL = 1: every kernel calls this function itself.)
-template <int BN, bool LO>
+// max m (over the 4 lanes of a quad), the rescale factor corr of O and l, l += the lane's part of
+// the tile's sum (the quad's lanes are added at the end, ws_stage_out), and P as the A fragments
+// of the next P V: nh = bf16(p), nl = bf16(p - nh) (the hi + lo split the tolerance needs, see
+// the header). attn_ws_d128 writes the same out, with UA_LO_SKIP's statistics.
+template <int BN>
 __device__ __forceinline__ void ws_softmax(float (&sacc)[BN / 2], float (&m)[2], float (&l)[2],
                                            float sl2, unsigned (&nh)[BN / 16][4],
-                                           unsigned (&nl)[BN / 16][4], float (&corr)[2],
-                                           float* e2 = nullptr, float* tsum2 = nullptr,
-                                           bool* lo_ok = nullptr, int row_lo = 0, int g = 0,
-                                           int len = 0, float lo_c = 0.f) {
+                                           unsigned (&nl)[BN / 16][4], float (&corr)[2]) {
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float mx = m[hf];
@@ -1203,35 +1203,19 @@ __device__ __forceinline__ void ws_softmax(float (&sacc)[BN / 2], float (&m)[2],
     corr[hf] = fast_exp2((m[hf] - mx) * sl2);
     m[hf] = mx;
     const float moff = mx * sl2;
-    float sum = 0.f, sum2 = 0.f;
+    float sum = 0.f;
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n) {
       const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
       const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
       sum += p0 + p1;
-      if (LO) {  // keep p; hi / lo after the vote
-        sacc[4 * n + 2 * hf] = p0;
-        sacc[4 * n + 2 * hf + 1] = p1;
-        sum2 = fmaf(p0, p0, fmaf(p1, p1, sum2));
-      } else {
-        const unsigned hi = pack_bf162(p0, p1);
-        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
-        nh[n >> 1][(n & 1) * 2 + hf] = hi;
-        nl[n >> 1][(n & 1) * 2 + hf] =
-            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
-      }
-    }
-    if (LO) {  // l and e2 are the whole row's (quad sums), kept in all 4 lanes
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum2 += __shfl_xor_sync(0xffffffffu, sum2, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      sum2 += __shfl_xor_sync(0xffffffffu, sum2, 2);
-      e2[hf] *= corr[hf] * corr[hf];
-      tsum2[hf] = sum2;
+      const unsigned hi = pack_bf162(p0, p1);
+      // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+      nh[n >> 1][(n & 1) * 2 + hf] = hi;
+      nl[n >> 1][(n & 1) * 2 + hf] =
+          pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
     }
     l[hf] = l[hf] * corr[hf] + sum;
-    if (LO)  // rows past the sequence end are never written: they do not vote
-      *lo_ok = *lo_ok && (row_lo + g + 8 * hf >= len || lo_c * (e2[hf] + sum2) <= l[hf] * l[hf]);
   }
 }
 // O (row halves: registers 4 d, 4 d + 1 of row g, 4 d + 2, 4 d + 3 of row g + 8) *= corr.
@@ -1245,18 +1229,17 @@ __device__ __forceinline__ void ws_rescale(float (&o)[NO], const float (&corr)[2
     o[4 * d + 3] *= corr[1];
   }
 }
-// P_t becomes the operand of the next P V (once P_{t-1} V_{t-1} has completed); lo: its lo term
-// too (false where P lo lives in shared memory or the lo product is skipped).
+// P_t (hi and lo) becomes the operand of the next P V, once P_{t-1} V_{t-1} has completed.
 template <int KJ>
 __device__ __forceinline__ void ws_take_p(unsigned (&ph)[KJ][4], unsigned (&pl)[KJ][4],
-                                          const unsigned (&nh)[KJ][4], const unsigned (&nl)[KJ][4],
-                                          bool lo) {
+                                          const unsigned (&nh)[KJ][4],
+                                          const unsigned (&nl)[KJ][4]) {
 #pragma unroll
   for (int kj = 0; kj < KJ; ++kj)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       ph[kj][e] = nh[kj][e];
-      if (lo) pl[kj][e] = nl[kj][e];
+      pl[kj][e] = nl[kj][e];
     }
 }
 // A warp's reads of ring stage s (its S and P V wgmma) are done: one arrival on the stage's
@@ -1266,21 +1249,19 @@ __device__ __forceinline__ void ws_release(unsigned bars, int s, int lane) {
   __syncwarp();
   mbar_arrive_if(bars + 8 * s, lane == 0);
 }
-// O / row sum as bf16 into the warpgroup's Q tile (every wgmma that read it has completed once its
-// 4 warps pass named barrier 3 + wg), at off(row, chunk) + 4 tig for the warp's rows 16 wl + g
-// (+ 8); ROW_SUMS: l is already the row's sum (UA_LO_SKIP), else the quad's lanes add theirs.
-// Each warp then reads back its own 16 rows (__syncwarp).
-template <bool ROW_SUMS, int NO, class Off>
+// O / row sum (the quad's lanes' parts of l added) as bf16 into the warpgroup's Q tile (every
+// wgmma that read it has completed once its 4 warps pass named barrier 3 + wg), at off(row,
+// chunk) + 4 tig for the warp's rows 16 wl + g (+ 8). Each warp then reads back its own 16 rows
+// (__syncwarp).
+template <int NO, class Off>
 __device__ __forceinline__ void ws_stage_out(const float (&o)[NO], const float (&l)[2], int wg,
                                              int wl, int g, int tig, Off off) {
   bar_sync_n(3 + wg, 128);
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float sum = l[hf];
-    if (!ROW_SUMS) {
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = 1.f / sum;
     const int row = 16 * wl + g + hf * 8;
 #pragma unroll
@@ -1301,9 +1282,8 @@ __device__ __forceinline__ void ws_stage_out(const float (&o)[NO], const float (
 // (L1 hits: holding them across both copies spilled the producer's 40 registers).
 template <int NS, int BN, int TB, class CopyTile>
 __device__ __forceinline__ void ws_produce_kv(int ntiles, int len, int rr, unsigned bK, unsigned bV,
-                                              unsigned bE, unsigned sR,
-                                              const __nv_bfloat16* kh, const __nv_bfloat16* vh,
-                                              CopyTile copy_tile) {
+                                              unsigned bE, unsigned sR, const __nv_bfloat16* kh,
+                                              const __nv_bfloat16* vh, CopyTile copy_tile) {
 #pragma unroll 1
   for (int t = 0; t < ntiles; ++t) {
     const int s = t % NS;
@@ -1318,7 +1298,9 @@ __device__ __forceinline__ void ws_produce_kv(int ntiles, int len, int rr, unsig
   }
 }
 
-
+// (Its mask, online softmax, O rescale, P hand-over and output staging are ws_mask, ws_softmax
+// (plus UA_LO_SKIP's statistics), ws_rescale, ws_take_p and ws_stage_out written out: see the
+// helpers' note for why they stay so.)
 __device__ __forceinline__ void attn_ws_d128(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
@@ -1410,15 +1392,7 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr bool pair = false;
   const int kend = min(len, r0 + BM);
   const int ntiles = (kend + BN - 1) / BN;
-  if (tid == 0) {
-    mbar_init(bQ, 128);
-    for (int s = 0; s < NS; ++s) {
-      mbar_init(bK + 8 * s, 128);
-      mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, 8);
-    }
-    mbar_init_fence();
-  }
+  if (tid == 0) ws_ring_init<NS>(bQ, bK, bV, bE);
   __syncthreads();
 #endif
 
@@ -1751,8 +1725,7 @@ __device__ __forceinline__ void attn_ws_d128(
         wgmma_wait<0>();
       fence_regs<BN / 2>(sacc);
 #if UA_WS128_BN == 128
-      __syncwarp();  // S_t of this warp is done: K_t's half of stage s is free
-      mbar_arrive_if(bE + 8 * s, lane == 0);
+      ws_release(bE, s, lane);  // S_t of this warp is done: K_t's half of stage s is free
 #endif
       // the other warpgroup's turn, once this one's S has completed (arriving right after the
       // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
@@ -1877,10 +1850,8 @@ __device__ __forceinline__ void attn_ws_d128(
       bar_sync_n(8 + wg, 128);
 #endif
       skip_pv = skip;
-      if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
-        __syncwarp();
-        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
-      }
+      if (do_pv)  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+        ws_release(BN == 128 ? bEV : bE, sp, lane);
     }
     {  // the last P V
       const int sp = (gt + ntiles - 1) % NS;
@@ -1903,10 +1874,8 @@ __device__ __forceinline__ void attn_ws_d128(
       if (UA_PINGPONG) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
       wgmma_wait<0>();
       fence_regs<D / 2>(o);
-      if (UA_PERSIST) {  // the last stage of the item is free (the next item's tiles follow)
-        __syncwarp();
-        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
-      }
+      if (UA_PERSIST)  // the last stage of the item is free (the next item's tiles follow)
+        ws_release(BN == 128 ? bEV : bE, sp, lane);
     }
 
     // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
@@ -2252,13 +2221,13 @@ __device__ __forceinline__ void attn_ws_small(
     ws_mask<BN>(sacc, t * BN, wrow_lo, len, g, tig);
     unsigned nh[BN / 16][4], nl[BN / 16][4];
     float corr[2];
-    ws_softmax<BN, false>(sacc, m, l, sl2, nh, nl, corr);
+    ws_softmax<BN>(sacc, m, l, sl2, nh, nl, corr);
     wgmma_wait<0>();  // P_{t-1} V_{t-1} done
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
     ws_rescale(o, corr);
-    ws_take_p(ph, pl, nh, nl, true);
+    ws_take_p(ph, pl, nh, nl);
     if (do_pv) ws_release(bE, sp, lane);  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done
   }
   {  // the last P V
@@ -2280,8 +2249,8 @@ __device__ __forceinline__ void attn_ws_small(
 
   // The warpgroup's Q tile (read only by its own warps' ldmatrix, long done) stages the output
   // in the same chunk layout; each warp writes and reads its own 16 rows.
-  ws_stage_out<false>(o, l, wg, wl, g, tig,
-                      [&](int row, int c) { return sQw + ws_chunk_off<64>(row, c); });
+  ws_stage_out(o, l, wg, wl, g, tig,
+               [&](int row, int c) { return sQw + ws_chunk_off<64>(row, c); });
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = 16 * wl + c / CH, ch = c - (c / CH) * CH, r = r0 + 64 * wg + row;
     if (r >= len) continue;
@@ -2680,8 +2649,7 @@ __device__ __forceinline__ void attn_ws_big(
             const __nv_bfloat16* rp = src + static_cast<long long>(cr) * rs;
 #pragma unroll
             for (int p = 0; p < D / 64; ++p)
-              cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p,
-                         ok ? 16 : 0);
+              cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p, ok ? 16 : 0);
           }
         });
     return;
@@ -2766,13 +2734,13 @@ __device__ __forceinline__ void attn_ws_big(
     ws_mask<BN>(sacc, t * BN, wrow_lo, len, g, tig);
     unsigned nh[BN / 16][4], nl[BN / 16][4];
     float corr[2];
-    ws_softmax<BN, false>(sacc, m, l, sl2, nh, nl, corr);
+    ws_softmax<BN>(sacc, m, l, sl2, nh, nl, corr);
     wgmma_wait<0>();  // P_{t-1} V_{t-1} done
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
     ws_rescale(o, corr);
-    ws_take_p(ph, pl, nh, nl, true);
+    ws_take_p(ph, pl, nh, nl);
     if (do_pv) ws_release(bE, sp, lane);  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done
   }
   {  // the last P V
@@ -2794,8 +2762,7 @@ __device__ __forceinline__ void attn_ws_big(
 
   // The warpgroup's Q tile stages the output in the same chunk layout once all four warps'
   // wgmma (which read it as the A operand) are done; each warp writes and reads its own 16 rows.
-  ws_stage_out<false>(o, l, wg, wl, g, tig,
-                      [&](int row, int c) { return sQw + wb_off<64>(row, c); });
+  ws_stage_out(o, l, wg, wl, g, tig, [&](int row, int c) { return sQw + wb_off<64>(row, c); });
 #pragma unroll 4
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;
