@@ -101,8 +101,8 @@ unsigned long long digest(const std::vector<__nv_bfloat16>& out) {
 
 bool report(const std::string& name, const verdict& v, unsigned long long dig = 0) {
   const bool ok = v.fails == 0 && v.total > 0;
-  std::printf("%-44s %s  worst %.3f of the tolerance, %ld / %ld failing, %ld unwritten", name.c_str(),
-              ok ? "ok  " : "FAIL", v.worst, v.fails, v.total, v.unwritten);
+  std::printf("%-44s %s  worst %.3f of the tolerance, %ld / %ld failing, %ld unwritten",
+              name.c_str(), ok ? "ok  " : "FAIL", v.worst, v.fails, v.total, v.unwritten);
   if (std::getenv("UA_EMU_DIGEST")) std::printf("  digest %016llx", dig);
   std::printf("\n");
   return ok;
