@@ -1128,7 +1128,179 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float* d, const unsigned (&a
 __device__ __forceinline__ unsigned bf2_to_h2(unsigned u) {
   return pack_h2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
 }
+// ------------------------------------------------------------------------------------------
+// Steps that the warp-specialized kernels (attn_ws_d128, attn_ws_small, attn_ws_big) run alike,
+// written once. They are __forceinline__ and take the callers' register arrays by reference, in
+// the order of operations the kernels had when each wrote them out in place, so that every cubin
+// stayed byte-identical when they were factored out (the config's default and 32 other variants,
+// every measured one among them: bench/hopper/uattn/DEDUP.md, dedup/hash_all.sh). That is not
+// automatic: NVVM numbers the loop-carried registers (phi nodes) in an order that depends on how
+// the code reached the loop (which function was inlined where), and ptxas allocates differently
+// for another order. So each helper is called by the kernel function itself (a wrapper around one
+// changed a cubin), and attn_ws_d128 uses only ws_ring_init and ws_release: its mask, softmax,
+// O rescale, P hand-over and output staging are the same steps, but moving any of them (or two
+// of them) into these helpers renumbered its registers at the default or at UA_HPAIR = 0.
+// Check a change here with dedup/hash_all.sh before / after (the PTX with dedup/ptx_dump.py).
 
+// Barriers of a one-item-per-block kernel (tid 0): fullQ (the producer's 128 cp.async arrivals),
+// fullK[NS], fullV[NS] (likewise), empty[NS] (the 8 consumer warps), 8 bytes apart.
+template <int NS>
+__device__ __forceinline__ void ws_ring_init(unsigned bQ, unsigned bK, unsigned bV, unsigned bE) {
+  mbar_init(bQ, 128);
+  for (int s = 0; s < NS; ++s) {
+    mbar_init(bK + 8 * s, 128);
+    mbar_init(bV + 8 * s, 128);
+    mbar_init(bE + 8 * s, 8);
+  }
+  mbar_init_fence();
+}
+template <int N>
+__device__ __forceinline__ void ws_zero(float (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) a[i] = 0.f;
+}
+template <int KJ>
+__device__ __forceinline__ void ws_zero_p(unsigned (&ph)[KJ][4], unsigned (&pl)[KJ][4]) {
+#pragma unroll
+  for (int kj = 0; kj < KJ; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+}
+// The causal and sequence-end mask of a warp's S tile (BN keys from t0; the warp's rows from
+// row_lo; accumulator element e of n8 tile n is row row_lo + g + 8 (e / 2), key t0 + 8 n + 2 tig +
+// e % 2), applied only to the tiles that cross the diagonal or the sequence end.
+template <int BN>
+__device__ __forceinline__ void ws_mask(float (&sacc)[BN / 2], int t0, int row_lo, int len, int g,
+                                        int tig) {
+  if (t0 + BN - 1 > row_lo || t0 + BN > len) {
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row_lo + g + (e >> 1) * 8;
+        const int j = t0 + n * 8 + 2 * tig + (e & 1);
+        if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
+      }
+  }
+}
+// Online softmax of a masked S tile, per row half hf (rows g and g + 8 of the warp): the running
+// max m (over the 4 lanes of a quad), the rescale factor corr of O and l, l += the lane's part of
+// the tile's sum (the quad's lanes are added at the end, ws_stage_out), and P as the A fragments
+// of the next P V: nh = bf16(p), nl = bf16(p - nh) (the hi + lo split the tolerance needs, see
+// the header). attn_ws_d128 writes the same out, with UA_LO_SKIP's statistics.
+template <int BN>
+__device__ __forceinline__ void ws_softmax(float (&sacc)[BN / 2], float (&m)[2], float (&l)[2],
+                                           float sl2, unsigned (&nh)[BN / 16][4],
+                                           unsigned (&nl)[BN / 16][4], float (&corr)[2]) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = m[hf];
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+      mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    corr[hf] = fast_exp2((m[hf] - mx) * sl2);
+    m[hf] = mx;
+    const float moff = mx * sl2;
+    float sum = 0.f;
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+      const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
+      const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
+      sum += p0 + p1;
+      const unsigned hi = pack_bf162(p0, p1);
+      // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
+      nh[n >> 1][(n & 1) * 2 + hf] = hi;
+      nl[n >> 1][(n & 1) * 2 + hf] =
+          pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+    }
+    l[hf] = l[hf] * corr[hf] + sum;
+  }
+}
+// O (row halves: registers 4 d, 4 d + 1 of row g, 4 d + 2, 4 d + 3 of row g + 8) *= corr.
+template <int NO>
+__device__ __forceinline__ void ws_rescale(float (&o)[NO], const float (&corr)[2]) {
+#pragma unroll
+  for (int d = 0; d < NO / 4; ++d) {
+    o[4 * d] *= corr[0];
+    o[4 * d + 1] *= corr[0];
+    o[4 * d + 2] *= corr[1];
+    o[4 * d + 3] *= corr[1];
+  }
+}
+// P_t (hi and lo) becomes the operand of the next P V, once P_{t-1} V_{t-1} has completed.
+template <int KJ>
+__device__ __forceinline__ void ws_take_p(unsigned (&ph)[KJ][4], unsigned (&pl)[KJ][4],
+                                          const unsigned (&nh)[KJ][4],
+                                          const unsigned (&nl)[KJ][4]) {
+#pragma unroll
+  for (int kj = 0; kj < KJ; ++kj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      ph[kj][e] = nh[kj][e];
+      pl[kj][e] = nl[kj][e];
+    }
+}
+// A warp's reads of ring stage s (its S and P V wgmma) are done: one arrival on the stage's
+// empty barrier among bars (count 8 = the consumer warps). The address is formed after the
+// __syncwarp, where the kernels formed it.
+__device__ __forceinline__ void ws_release(unsigned bars, int s, int lane) {
+  __syncwarp();
+  mbar_arrive_if(bars + 8 * s, lane == 0);
+}
+// O / row sum (the quad's lanes' parts of l added) as bf16 into the warpgroup's Q tile (every
+// wgmma that read it has completed once its 4 warps pass named barrier 3 + wg), at off(row,
+// chunk) + 4 tig for the warp's rows 16 wl + g (+ 8). Each warp then reads back its own 16 rows
+// (__syncwarp).
+template <int NO, class Off>
+__device__ __forceinline__ void ws_stage_out(const float (&o)[NO], const float (&l)[2], int wg,
+                                             int wl, int g, int tig, Off off) {
+  bar_sync_n(3 + wg, 128);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = l[hf];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int row = 16 * wl + g + hf * 8;
+#pragma unroll
+    for (int d = 0; d < NO / 4; ++d) {
+      __nv_bfloat162 v =
+          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
+      sts32(off(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&v));
+    }
+  }
+  __syncwarp();
+}
+
+// The producer's K / V ring of a one-item-per-block kernel (attn_ws_small, attn_ws_big): tile t
+// (keys t BN ..) into stage t % NS once the consumers released it (from the second pass on),
+// K then V, each published on its full barrier when the thread's cp.async have landed.
+// copy_tile(src, dst, j0, nv) issues the thread's copies of one tile (keys from j0; its first row
+// rr + 16 i exists when 16 i < nv = len - j0 - rr); it reads the block-table entries again for V
+// (L1 hits: holding them across both copies spilled the producer's 40 registers).
+template <int NS, int BN, int TB, class CopyTile>
+__device__ __forceinline__ void ws_produce_kv(int ntiles, int len, int rr, unsigned bK, unsigned bV,
+                                              unsigned bE, unsigned sR, const __nv_bfloat16* kh,
+                                              const __nv_bfloat16* vh, CopyTile copy_tile) {
+#pragma unroll 1
+  for (int t = 0; t < ntiles; ++t) {
+    const int s = t % NS;
+    if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
+    const int j0 = t * BN;
+    const int nv = len - j0 - rr;  // row rr + 16 i exists when 16 i < nv
+    const unsigned dk = sR + 2 * s * TB;
+    copy_tile(kh, dk, j0, nv);
+    cp_async_mbar_arrive(bK + 8 * s);
+    copy_tile(vh, dk + TB, j0, nv);
+    cp_async_mbar_arrive(bV + 8 * s);
+  }
+}
+
+// (Its mask, online softmax, O rescale, P hand-over and output staging are ws_mask, ws_softmax
+// (plus UA_LO_SKIP's statistics), ws_rescale, ws_take_p and ws_stage_out written out: see the
+// helpers' note for why they stay so.)
 __device__ __forceinline__ void attn_ws_d128(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ seqused_k,
@@ -1220,15 +1392,7 @@ __device__ __forceinline__ void attn_ws_d128(
   constexpr bool pair = false;
   const int kend = min(len, r0 + BM);
   const int ntiles = (kend + BN - 1) / BN;
-  if (tid == 0) {
-    mbar_init(bQ, 128);
-    for (int s = 0; s < NS; ++s) {
-      mbar_init(bK + 8 * s, 128);
-      mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, 8);
-    }
-    mbar_init_fence();
-  }
+  if (tid == 0) ws_ring_init<NS>(bQ, bK, bV, bE);
   __syncthreads();
 #endif
 
@@ -1561,8 +1725,7 @@ __device__ __forceinline__ void attn_ws_d128(
         wgmma_wait<0>();
       fence_regs<BN / 2>(sacc);
 #if UA_WS128_BN == 128
-      __syncwarp();  // S_t of this warp is done: K_t's half of stage s is free
-      mbar_arrive_if(bE + 8 * s, lane == 0);
+      ws_release(bE, s, lane);  // S_t of this warp is done: K_t's half of stage s is free
 #endif
       // the other warpgroup's turn, once this one's S has completed (arriving right after the
       // commits, as FA3 does, made ptxas serialize the wgmma: C7514)
@@ -1687,10 +1850,8 @@ __device__ __forceinline__ void attn_ws_d128(
       bar_sync_n(8 + wg, 128);
 #endif
       skip_pv = skip;
-      if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
-        __syncwarp();
-        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
-      }
+      if (do_pv)  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
+        ws_release(BN == 128 ? bEV : bE, sp, lane);
     }
     {  // the last P V
       const int sp = (gt + ntiles - 1) % NS;
@@ -1713,10 +1874,8 @@ __device__ __forceinline__ void attn_ws_d128(
       if (UA_PINGPONG) bar_arrive_if(2, 256, wg == 0);  // warpgroup 1's last turn
       wgmma_wait<0>();
       fence_regs<D / 2>(o);
-      if (UA_PERSIST) {  // the last stage of the item is free (the next item's tiles follow)
-        __syncwarp();
-        mbar_arrive_if((BN == 128 ? bEV : bE) + 8 * sp, lane == 0);
-      }
+      if (UA_PERSIST)  // the last stage of the item is free (the next item's tiles follow)
+        ws_release(BN == 128 ? bEV : bE, sp, lane);
     }
 
     // Every S of this warpgroup has completed (each warp waited for its own): after a barrier of
@@ -1923,15 +2082,7 @@ __device__ __forceinline__ void attn_ws_small(
   const unsigned sR = sQ + 2 * TBQ;     // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
   const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
-  if (tid == 0) {
-    mbar_init(bQ, 128);
-    for (int s = 0; s < NS; ++s) {
-      mbar_init(bK + 8 * s, 128);
-      mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, 8);
-    }
-    mbar_init_fence();
-  }
+  if (tid == 0) ws_ring_init<NS>(bQ, bK, bV, bE);
   if (CH < CHP) {  // zero the pad chunks (d 64: columns 64 .. 79, d 72: 72 .. 79) of every tile
     for (int row = tid; row < BM + 2 * NS * BN; row += 384)  // once: no cp.async writes them
       for (int c = CH; c < CHP; ++c)
@@ -1975,38 +2126,26 @@ __device__ __forceinline__ void attn_ws_small(
     const __nv_bfloat16* const kh = k_cache + hk * D + cc * 8;
     const __nv_bfloat16* const vh = v_cache + hk * D + cc * 8;
     const int rs = hkv * D, tdel = (8 + tch - cc) * 8;
-#pragma unroll 1
-    for (int t = 0; t < ntiles; ++t) {
-      const int s = t % NS;
-      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
-      const int j0 = t * BN;
-      // Page i of the tile holds rows rr + 16 i; cache row (block * 16 + row in block) 0 (a
-      // valid address, copied as 0 bytes: zero fill) past the sequence end. The block-table
-      // entries are read again for V (L1 hits): holding them across both copies spilled the
-      // producer's 40 registers.
-      const int nv = len - j0 - rr;  // row rr + 16 i exists when 16 i < nv
-      const unsigned dk = sR + 2 * s * TB;
-      auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
+    // Page i of the tile holds rows rr + 16 i; cache row (block * 16 + row in block) 0 (a
+    // valid address, copied as 0 bytes: zero fill) past the sequence end.
+    ws_produce_kv<NS, BN, TB>(
+        ntiles, len, rr, bK, bV, bE, sR, kh, vh,
+        [&](const __nv_bfloat16* __restrict__ src, unsigned dst, int j0, int nv) {
 #pragma unroll
-        for (int i = 0; i < BN / 16; ++i) {
-          const int cr = 16 * i < nv ? block_table[bt_row + ((j0 + 16 * i) >> 4)] * 16 + rr : 0;
-          cp_async16(dst + dst_off + i * 16 * 128, src + static_cast<long long>(cr) * rs,
-                     16 * i < nv ? 16 : 0);
-        }
+          for (int i = 0; i < BN / 16; ++i) {
+            const int cr = 16 * i < nv ? block_table[bt_row + ((j0 + 16 * i) >> 4)] * 16 + rr : 0;
+            cp_async16(dst + dst_off + i * 16 * 128, src + static_cast<long long>(cr) * rs,
+                       16 * i < nv ? 16 : 0);
+          }
 #pragma unroll
-        for (int i = 0; i < NTL; ++i) {
-          if (tid + 128 * i >= BN * CT) break;
-          const int row = trow_of(i), j = j0 + row;
-          const int cr = j < len ? block_table[bt_row + (j >> 4)] * 16 + (j & 15) : 0;
-          cp_async16(dst + ws_chunk_off<BN>(row, 8 + tch),
-                     src + (static_cast<long long>(cr) * rs + tdel), j < len ? 16 : 0);
-        }
-      };
-      copy_tile(kh, dk);
-      cp_async_mbar_arrive(bK + 8 * s);
-      copy_tile(vh, dk + TB);
-      cp_async_mbar_arrive(bV + 8 * s);
-    }
+          for (int i = 0; i < NTL; ++i) {
+            if (tid + 128 * i >= BN * CT) break;
+            const int row = trow_of(i), j = j0 + row;
+            const int cr = j < len ? block_table[bt_row + (j >> 4)] * 16 + (j & 15) : 0;
+            cp_async16(dst + ws_chunk_off<BN>(row, 8 + tch),
+                       src + (static_cast<long long>(cr) * rs + tdel), j < len ? 16 : 0);
+          }
+        });
     return;
   }
 
@@ -2016,16 +2155,11 @@ __device__ __forceinline__ void attn_ws_small(
   const int wrow_lo = r0 + 64 * wg + 16 * wl;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   float o[NO], sacc[BN / 2];
-#pragma unroll
-  for (int i = 0; i < NO; ++i) o[i] = 0.f;
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  ws_zero(o);
+  ws_zero(sacc);
   float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
   unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
-#pragma unroll
-  for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  ws_zero_p(ph, pl);
   // P V of the V tile at va: per 16 keys (2048 bytes of the first panel, 512 of the tail), lo
   // then hi, one n64 on the first panel [+ one n16 on the tail]
   auto pv_issue = [&](unsigned va) {
@@ -2084,66 +2218,17 @@ __device__ __forceinline__ void attn_ws_small(
       wgmma_wait<0>();
     fence_regs<BN / 2>(sacc);
     if (UA_WS_PP) bar_arrive_n(2 - wg, 256);  // the other warpgroup's turn, S_t done
-    const int t0 = t * BN;
-    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = wrow_lo + g + (e >> 1) * 8;
-          const int j = t0 + n * 8 + 2 * tig + (e & 1);
-          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
-        }
-    }
+    ws_mask<BN>(sacc, t * BN, wrow_lo, len, g, tig);
     unsigned nh[BN / 16][4], nl[BN / 16][4];
     float corr[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = m[hf];
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
-      m[hf] = mx;
-      const float moff = mx * sl2;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
-        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
-        sum += p0 + p1;
-        const unsigned hi = pack_bf162(p0, p1);
-        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
-        nh[n >> 1][(n & 1) * 2 + hf] = hi;
-        nl[n >> 1][(n & 1) * 2 + hf] =
-            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
-      }
-      l[hf] = l[hf] * corr[hf] + sum;
-    }
+    ws_softmax<BN>(sacc, m, l, sl2, nh, nl, corr);
     wgmma_wait<0>();  // P_{t-1} V_{t-1} done
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
-#pragma unroll
-    for (int d = 0; d < DP / 8; ++d) {
-      o[4 * d] *= corr[0];
-      o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1];
-      o[4 * d + 3] *= corr[1];
-    }
-#pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        ph[kj][e] = nh[kj][e];
-        pl[kj][e] = nl[kj][e];
-      }
-    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
-      __syncwarp();
-      mbar_arrive_if(bE + 8 * sp, lane == 0);
-    }
+    ws_rescale(o, corr);
+    ws_take_p(ph, pl, nh, nl);
+    if (do_pv) ws_release(bE, sp, lane);  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done
   }
   {  // the last P V
     const int sp = (ntiles - 1) % NS;
@@ -2164,22 +2249,8 @@ __device__ __forceinline__ void attn_ws_small(
 
   // The warpgroup's Q tile (read only by its own warps' ldmatrix, long done) stages the output
   // in the same chunk layout; each warp writes and reads its own 16 rows.
-  bar_sync_n(3 + wg, 128);
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float sum = l[hf];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.f / sum;
-    const int row = 16 * wl + g + hf * 8;
-#pragma unroll
-    for (int d = 0; d < DP / 8; ++d) {
-      __nv_bfloat162 v =
-          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      sts32(sQw + ws_chunk_off<64>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&v));
-    }
-  }
-  __syncwarp();
+  ws_stage_out(o, l, wg, wl, g, tig,
+               [&](int row, int c) { return sQw + ws_chunk_off<64>(row, c); });
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = 16 * wl + c / CH, ch = c - (c / CH) * CH, r = r0 + 64 * wg + row;
     if (r >= len) continue;
@@ -2540,15 +2611,7 @@ __device__ __forceinline__ void attn_ws_big(
   const unsigned sR = sQ + 2 * TBQ;     // stage s: K at sR + 2 s TB, V at sR + (2 s + 1) TB
   const int bt_row = seq * max_blocks;  // < 2^31: the block table's int entries
   const int ntiles = (min(len, r0 + BM) + BN - 1) / BN;
-  if (tid == 0) {
-    mbar_init(bQ, 128);
-    for (int s = 0; s < NS; ++s) {
-      mbar_init(bK + 8 * s, 128);
-      mbar_init(bV + 8 * s, 128);
-      mbar_init(bE + 8 * s, 8);
-    }
-    mbar_init_fence();
-  }
+  if (tid == 0) ws_ring_init<NS>(bQ, bK, bV, bE);
   __syncthreads();
 
   if (tid < 128) {  // the producer warpgroup
@@ -2576,30 +2639,19 @@ __device__ __forceinline__ void attn_ws_big(
     const __nv_bfloat16* const kh = k_cache + hk * D + cc * 8;
     const __nv_bfloat16* const vh = v_cache + hk * D + cc * 8;
     const int rs = hkv * D;
-#pragma unroll 1
-    for (int t = 0; t < ntiles; ++t) {
-      const int s = t % NS;
-      if (t >= NS) mbar_wait(bE + 8 * s, ((t / NS) - 1) & 1);
-      const int j0 = t * BN;
-      const int nv = len - j0 - rr;  // row rr + 16 i exists when 16 i < nv
-      const unsigned dk = sR + 2 * s * TB;
-      // The block-table entries are read again for V (L1 hits), as attn_ws_small does
-      auto copy_tile = [&](const __nv_bfloat16* __restrict__ src, unsigned dst) {
+    ws_produce_kv<NS, BN, TB>(
+        ntiles, len, rr, bK, bV, bE, sR, kh, vh,
+        [&](const __nv_bfloat16* __restrict__ src, unsigned dst, int j0, int nv) {
 #pragma unroll
-        for (int i = 0; i < BN / 16; ++i) {
-          const bool ok = 16 * i < nv;
-          const int cr = ok ? block_table[bt_row + (j0 >> 4) + i] * 16 + rr : 0;
-          const __nv_bfloat16* rp = src + static_cast<long long>(cr) * rs;
+          for (int i = 0; i < BN / 16; ++i) {
+            const bool ok = 16 * i < nv;
+            const int cr = ok ? block_table[bt_row + (j0 >> 4) + i] * 16 + rr : 0;
+            const __nv_bfloat16* rp = src + static_cast<long long>(cr) * rs;
 #pragma unroll
-          for (int p = 0; p < D / 64; ++p)
-            cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p, ok ? 16 : 0);
-        }
-      };
-      copy_tile(kh, dk);
-      cp_async_mbar_arrive(bK + 8 * s);
-      copy_tile(vh, dk + TB);
-      cp_async_mbar_arrive(bV + 8 * s);
-    }
+            for (int p = 0; p < D / 64; ++p)
+              cp_async16(dst + p * (BN * 128) + i * (16 * 128) + dst_off, rp + 64 * p, ok ? 16 : 0);
+          }
+        });
     return;
   }
 
@@ -2613,16 +2665,11 @@ __device__ __forceinline__ void attn_ws_big(
   const int wg_last = r0 + 64 * wg + 63;
   const float sl2 = 1.4426950408889634f * rsqrtf(static_cast<float>(D));
   float o[NO], sacc[BN / 2];
-#pragma unroll
-  for (int i = 0; i < NO; ++i) o[i] = 0.f;
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) sacc[i] = 0.f;
+  ws_zero(o);
+  ws_zero(sacc);
   float m[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l[2] = {0.f, 0.f};
   unsigned ph[BN / 16][4], pl[BN / 16][4];  // P_{t-1} (in flight in the P V group)
-#pragma unroll
-  for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ph[kj][e] = pl[kj][e] = 0u;
+  ws_zero_p(ph, pl);
   // P V of the V tile at va: per 16 keys (2048 bytes into every panel) lo then hi, one n = d
   // wgmma each
   auto pv_issue = [&](unsigned va) {
@@ -2684,66 +2731,17 @@ __device__ __forceinline__ void attn_ws_big(
       wgmma_wait<0>();
     fence_regs<BN / 2>(sacc);
     if (UA_WB_PP) bar_arrive_n(2 - wg, 256);  // the other warpgroup's turn, S_t done
-    const int t0 = t * BN;
-    if (t0 + BN - 1 > wrow_lo || t0 + BN > len) {
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = wrow_lo + g + (e >> 1) * 8;
-          const int j = t0 + n * 8 + 2 * tig + (e & 1);
-          if (j > r || j >= len) sacc[4 * n + e] = -__int_as_float(0x7f800000);
-        }
-    }
+    ws_mask<BN>(sacc, t * BN, wrow_lo, len, g, tig);
     unsigned nh[BN / 16][4], nl[BN / 16][4];
     float corr[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = m[hf];
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-        mx = fmaxf(mx, fmaxf(sacc[4 * n + 2 * hf], sacc[4 * n + 2 * hf + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      corr[hf] = fast_exp2((m[hf] - mx) * sl2);
-      m[hf] = mx;
-      const float moff = mx * sl2;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n) {
-        const float p0 = fast_exp2(fmaf(sacc[4 * n + 2 * hf], sl2, -moff));
-        const float p1 = fast_exp2(fmaf(sacc[4 * n + 2 * hf + 1], sl2, -moff));
-        sum += p0 + p1;
-        const unsigned hi = pack_bf162(p0, p1);
-        // n8 tile n, row half hf -> A fragment register (n & 1) * 2 + hf of k16 step n / 2
-        nh[n >> 1][(n & 1) * 2 + hf] = hi;
-        nl[n >> 1][(n & 1) * 2 + hf] =
-            pack_bf162(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
-      }
-      l[hf] = l[hf] * corr[hf] + sum;
-    }
+    ws_softmax<BN>(sacc, m, l, sl2, nh, nl, corr);
     wgmma_wait<0>();  // P_{t-1} V_{t-1} done
     fence_regs<NO>(o);
     fence_uregs<BN / 4>(&ph[0][0]);
     fence_uregs<BN / 4>(&pl[0][0]);
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[4 * d] *= corr[0];
-      o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1];
-      o[4 * d + 3] *= corr[1];
-    }
-#pragma unroll
-    for (int kj = 0; kj < BN / 16; ++kj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        ph[kj][e] = nh[kj][e];
-        pl[kj][e] = nl[kj][e];
-      }
-    if (do_pv) {  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done: release stage sp
-      __syncwarp();
-      mbar_arrive_if(bE + 8 * sp, lane == 0);
-    }
+    ws_rescale(o, corr);
+    ws_take_p(ph, pl, nh, nl);
+    if (do_pv) ws_release(bE, sp, lane);  // S_{t-1} and P_{t-1} V_{t-1} of this warp are done
   }
   {  // the last P V
     const int sp = (ntiles - 1) % NS;
@@ -2764,22 +2762,7 @@ __device__ __forceinline__ void attn_ws_big(
 
   // The warpgroup's Q tile stages the output in the same chunk layout once all four warps'
   // wgmma (which read it as the A operand) are done; each warp writes and reads its own 16 rows.
-  bar_sync_n(3 + wg, 128);
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float sum = l[hf];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.f / sum;
-    const int row = 16 * wl + g + hf * 8;
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      __nv_bfloat162 v =
-          __floats2bfloat162_rn(o[4 * d + 2 * hf] * inv, o[4 * d + 2 * hf + 1] * inv);
-      sts32(sQw + wb_off<64>(row, d) + tig * 4, *reinterpret_cast<unsigned*>(&v));
-    }
-  }
-  __syncwarp();
+  ws_stage_out(o, l, wg, wl, g, tig, [&](int row, int c) { return sQw + wb_off<64>(row, c); });
 #pragma unroll 4
   for (int c = lane; c < 16 * CH; c += 32) {
     const int row = 16 * wl + c / CH, ch = c % CH, r = r0 + 64 * wg + row;

@@ -36,13 +36,13 @@ UA_EMU_K3=1 run $E/b2n48 --big
 UA_EMU_JITTER=50 run $E/b2n48 --dlens 192 257,17 2 1
 # probes: each must FAIL (or abort in emu.h's bounds check)
 P=$E/probe; rm -rf $P
-probe() {  # name old new (replaced once inside attn_ws_big)
+probe() {  # name old new [from]: replaced once after `from` (default: inside attn_ws_big)
   mkdir -p $P/$1/configs/bench $P/$1/bench/hopper && cp -r bench/hopper/emu $P/$1/bench/hopper/
-  python3 - "$1" "$2" "$3" "$P/$1" <<'PY'
+  python3 - "$1" "$2" "$3" "$P/$1" "${4:-__device__ __forceinline__ void attn_ws_big(}" <<'PY'
 import sys
-n, old, new, d = sys.argv[1:]
+n, old, new, d, start = sys.argv[1:]
 s = open("configs/bench/unified_attention_baseline.cu").read()
-i = s.index("__device__ __forceinline__ void attn_ws_big(")
+i = s.index(start)
 assert old in s[i:], old
 open(d + "/configs/bench/unified_attention_baseline.cu", "w").write(s[:i] + s[i:].replace(old, new, 1))
 PY
@@ -50,7 +50,8 @@ PY
   run $E/p_$1 --dlens 256 300,129 2 1
   run $E/p_$1 --dlens 192 130,17 2 2
 }
-probe mask 'if (j > r || j >= len)' 'if (j > r + 1 || j >= len)'
+# (the mask is ws_mask, shared with attn_ws_small since bench/hopper/uattn/DEDUP.md)
+probe mask 'if (j > r || j >= len)' 'if (j > r + 1 || j >= len)' 'void ws_mask('
 probe swz 'const unsigned dst_off = rr * 128 + ((cc ^ (rr & 7)) << 4);' 'const unsigned dst_off = rr * 128 + (cc << 4);'
 probe skip 'const bool live = !UA_WB_SKIP || t * BN <= wg_last;' 'const bool live = !UA_WB_SKIP || t * BN <= wg_last - BN;'
 probe qpanel 'dq0 + (kk >> 2) * ((64 * 128) >> 4)' 'dq0 + (kk >> 3) * ((64 * 128) >> 4)'
