@@ -49,6 +49,21 @@ __device__ __forceinline__ float to_f(__nv_bfloat16 v) {
 __device__ __forceinline__ float to_f(__half v) {
   return __half2float(v);
 }
+// One 8-dimension step of a score: t + q[0..7] . k[0..7] in d order (the reference's order), q
+// read as two float4 broadcasts. Shared by both kernels' score loops.
+__device__ __forceinline__ float dot8_step(const float* q, const float* kf, float t) {
+  const float4* q4 = reinterpret_cast<const float4*>(q);
+  const float4 a = q4[0], b = q4[1];
+  t = fmaf(a.x, kf[0], t);
+  t = fmaf(a.y, kf[1], t);
+  t = fmaf(a.z, kf[2], t);
+  t = fmaf(a.w, kf[3], t);
+  t = fmaf(b.x, kf[4], t);
+  t = fmaf(b.y, kf[5], t);
+  t = fmaf(b.z, kf[6], t);
+  t = fmaf(b.w, kf[7], t);
+  return t;
+}
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) {
   *p = __float2bfloat16(v);
 }
@@ -102,19 +117,7 @@ __device__ __forceinline__ void paged_attention(
 #pragma unroll
         for (int g = 0; g < GC; ++g) {
           if (g0 + g < G) {
-            // q[g][8c .. 8c+7] as two float4 broadcast reads, summed in d order
-            const float4* q4 = reinterpret_cast<const float4*>(qs + (g0 + g) * D + c * X);
-            const float4 a = q4[0], b = q4[1];
-            float t = acc[g];
-            t = fmaf(a.x, kf[0], t);
-            t = fmaf(a.y, kf[1], t);
-            t = fmaf(a.z, kf[2], t);
-            t = fmaf(a.w, kf[3], t);
-            t = fmaf(b.x, kf[4], t);
-            t = fmaf(b.y, kf[5], t);
-            t = fmaf(b.z, kf[6], t);
-            t = fmaf(b.w, kf[7], t);
-            acc[g] = t;
+            acc[g] = dot8_step(qs + (g0 + g) * D + c * X, kf, acc[g]);
           }
         }
       }
@@ -423,18 +426,7 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
 #pragma unroll
           for (int g = 0; g < GC; ++g) {
             if (g0 + g < G) {
-              const float4* q4 = reinterpret_cast<const float4*>(qs + (g0 + g) * D + c * X);
-              const float4 a = q4[0], bq = q4[1];
-              float t = acc[g];
-              t = fmaf(a.x, kf[0], t);
-              t = fmaf(a.y, kf[1], t);
-              t = fmaf(a.z, kf[2], t);
-              t = fmaf(a.w, kf[3], t);
-              t = fmaf(bq.x, kf[4], t);
-              t = fmaf(bq.y, kf[5], t);
-              t = fmaf(bq.z, kf[6], t);
-              t = fmaf(bq.w, kf[7], t);
-              acc[g] = t;
+              acc[g] = dot8_step(qs + (g0 + g) * D + c * X, kf, acc[g]);
             }
           }
         }
