@@ -1,10 +1,11 @@
 // moe_topk_gating_softmax, segmented kernel: the config's baseline since 2026-12-04 (MT_WARPS = 8,
-// MT_V = 16; the earlier one-warp-per-row kernel is
-// configs/bench/moe_topk_gating_softmax_baseline.cu, kept as the simple example). Measured on H200
-// (2026-12-04 04:35 UTC, driver 580.159.04, kopt eval --seeds 1, same run as that kernel): correct
-// on all 10 workloads, 19.7 % of speed of light weighted against 5.3 %; s7 (8192 x 128, 73 % of the
-// weight) 4.1 against 16.7 us, s9 (13526 x 256) 9.0 against 26.8, t1 2.2 against 3.8. MT_WARPS 2 /
-// 4: 19.3 %; MT_V = 32: 19.1 %.
+// MT_V = 16; the earlier one-warp-per-row kernel, kept as the simple example, is
+// configs/bench/moe_topk_gating_softmax_baseline.cu).
+// Measured on H200 (2026-12-04, driver 580.159.04, kopt eval): 04:35 UTC, one input set, same run
+// as that kernel: correct on all 10 workloads, 19.7 % of speed of light weighted against 5.3 %; s7
+// (8192 x 128, 73 % of the weight) 4.1 against 16.7 us, s9 (13526 x 256) 9.0 against 26.8, t1 2.2
+// against 3.8; MT_WARPS 2 / 4: 19.3 %, MT_V = 32: 19.1 %. 05:18 UTC, three input sets: 13.9 %, s7's
+// median 6.0 us (q1 4.1): rows sent to the exact path make one warp's tail long.
 //
 // What: per row of expert logits (fp32), p = softmax(row) (max-subtracted), then the top_k
 // largest p in descending order (ties: lower expert id first): topk_weights = p (not
