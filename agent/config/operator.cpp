@@ -25,12 +25,18 @@ struct dtype_info {
 };
 
 constexpr dtype_info dtype_table[] = {
-    {dtype::float64, "float64", 8},  {dtype::float32, "float32", 4},
-    {dtype::float16, "float16", 2},  {dtype::bfloat16, "bfloat16", 2},
-    {dtype::float8_e4m3fn, "float8_e4m3fn", 1}, {dtype::float8_e5m2, "float8_e5m2", 1},
-    {dtype::int64, "int64", 8},      {dtype::int32, "int32", 4},
-    {dtype::int16, "int16", 2},      {dtype::int8, "int8", 1},
-    {dtype::uint8, "uint8", 1},      {dtype::boolean, "bool", 1},
+    {dtype::float64, "float64", 8},
+    {dtype::float32, "float32", 4},
+    {dtype::float16, "float16", 2},
+    {dtype::bfloat16, "bfloat16", 2},
+    {dtype::float8_e4m3fn, "float8_e4m3fn", 1},
+    {dtype::float8_e5m2, "float8_e5m2", 1},
+    {dtype::int64, "int64", 8},
+    {dtype::int32, "int32", 4},
+    {dtype::int16, "int16", 2},
+    {dtype::int8, "int8", 1},
+    {dtype::uint8, "uint8", 1},
+    {dtype::boolean, "bool", 1},
 };
 
 const dtype_info& info(dtype t) noexcept {
@@ -41,7 +47,9 @@ const dtype_info& info(dtype t) noexcept {
 
 }  // namespace
 
-std::string_view dtype_name(dtype t) noexcept { return info(t).name; }
+std::string_view dtype_name(dtype t) noexcept {
+  return info(t).name;
+}
 
 const char* tolerance_form_name(tolerance_form f) noexcept {
   return f == tolerance_form::sum ? "sum" : "max_of";
@@ -53,7 +61,9 @@ std::optional<dtype> parse_dtype(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-std::size_t dtype_size(dtype t) noexcept { return info(t).size; }
+std::size_t dtype_size(dtype t) noexcept {
+  return info(t).size;
+}
 
 bool dtype_is_float(dtype t) noexcept {
   switch (t) {
@@ -69,7 +79,9 @@ bool dtype_is_float(dtype t) noexcept {
   }
 }
 
-bool dtype_is_integer(dtype t) noexcept { return !dtype_is_float(t); }
+bool dtype_is_integer(dtype t) noexcept {
+  return !dtype_is_float(t);
+}
 
 const std::vector<std::string_view>& dtype_names() noexcept {
   static const std::vector<std::string_view> names = [] {
@@ -82,8 +94,8 @@ const std::vector<std::string_view>& dtype_names() noexcept {
 
 const std::vector<std::string_view>& flop_unit_names() noexcept {
   static const std::vector<std::string_view> names = {
-      "fp64", "fp32", "fp16", "bf16", "tf32_tensor", "bf16_tensor", "fp16_tensor",
-      "fp8_tensor", "int8_tensor", "fp64_tensor"};
+      "fp64",        "fp32",        "fp16",       "bf16",        "tf32_tensor",
+      "bf16_tensor", "fp16_tensor", "fp8_tensor", "int8_tensor", "fp64_tensor"};
   return names;
 }
 
@@ -158,7 +170,9 @@ json arg_json(const launch_arg& a) {
 nlohmann::json candidate::to_json() const {
   json launches_j = json::array();
   for (const auto& l : launches) {
-    json lj = {{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block},
+    json lj = {{"kernel", l.kernel},
+               {"grid", l.grid},
+               {"block", l.block},
                {"shared_bytes", l.shared_bytes}};
     if (!l.cluster.empty()) lj["cluster"] = l.cluster;
     json args = json::array();
@@ -167,7 +181,8 @@ nlohmann::json candidate::to_json() const {
     launches_j.push_back(std::move(lj));
   }
   json params = json::object();
-  for (const auto& p : parameters) params[p.name] = {{"values", p.values}, {"default", p.default_value}};
+  for (const auto& p : parameters)
+    params[p.name] = {{"values", p.values}, {"default", p.default_value}};
   json ws = json::object();
   for (const auto& w : workspaces) ws[w.name] = {{"bytes", w.bytes}, {"zero_init", w.zero_init}};
   return {{"source", source},
@@ -198,8 +213,10 @@ nlohmann::json operator_config::snapshot() const {
   json scalars_j = json::object();
   for (const auto& s : scalars) {
     json sj = {{"dtype", dtype_name(s.type)}, {"description", s.description}};
-    if (dtype_is_float(s.type)) sj["value"] = s.value;
-    else sj["value"] = static_cast<std::int64_t>(s.value);
+    if (dtype_is_float(s.type))
+      sj["value"] = s.value;
+    else
+      sj["value"] = static_cast<std::int64_t>(s.value);
     scalars_j[s.name] = std::move(sj);
   }
   j["scalars"] = std::move(scalars_j);
@@ -253,7 +270,9 @@ nlohmann::json operator_config::snapshot() const {
   return j;
 }
 
-std::string operator_config::content_hash() const { return kopt::sha256_hex(snapshot().dump()); }
+std::string operator_config::content_hash() const {
+  return kopt::sha256_hex(snapshot().dump());
+}
 
 const tensor* operator_config::find_tensor(std::string_view n) const noexcept {
   for (const auto& t : inputs)
@@ -296,9 +315,8 @@ std::string diagnostic::to_string() const {
 }
 
 bool has_errors(const std::vector<diagnostic>& diagnostics) noexcept {
-  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const diagnostic& d) {
-    return d.level == diagnostic::severity::error;
-  });
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](const diagnostic& d) { return d.level == diagnostic::severity::error; });
 }
 
 // ---------------------------------------------------------------- loading
@@ -466,8 +484,8 @@ std::map<std::string, std::int64_t, std::less<>> workload_names(
 
 namespace {
 
-std::int64_t eval_or_throw(const std::string& text, const std::map<std::string, std::int64_t,
-                                                                   std::less<>>& names,
+std::int64_t eval_or_throw(const std::string& text,
+                           const std::map<std::string, std::int64_t, std::less<>>& names,
                            const std::string& what, const workload& w) {
   try {
     return expr::evaluate(text, expr::map_resolver(names));
@@ -483,8 +501,8 @@ std::vector<std::int64_t> tensor_shape(const operator_config& op, const tensor& 
   const auto names = workload_names(op, w);
   std::vector<std::int64_t> out;
   for (std::size_t d = 0; d < t.shape.size(); ++d) {
-    const std::int64_t v =
-        eval_or_throw(t.shape[d], names, "tensor \"" + t.name + "\" dimension " + std::to_string(d), w);
+    const std::int64_t v = eval_or_throw(
+        t.shape[d], names, "tensor \"" + t.name + "\" dimension " + std::to_string(d), w);
     if (v < 1)
       throw config_error("tensor \"" + t.name + "\" dimension " + std::to_string(d) + " is " +
                          std::to_string(v) + " for workload \"" + w.id + "\"");
@@ -508,7 +526,8 @@ std::int64_t roofline_flops(const operator_config& op, const workload& w) {
 }
 
 std::int64_t roofline_bytes(const operator_config& op, const workload& w) {
-  if (op.roof.bytes) return eval_or_throw(*op.roof.bytes, workload_names(op, w), "roofline.bytes", w);
+  if (op.roof.bytes)
+    return eval_or_throw(*op.roof.bytes, workload_names(op, w), "roofline.bytes", w);
   std::int64_t total = 0;
   auto add = [&](std::int64_t b) {
     if (__builtin_add_overflow(total, b, &total))

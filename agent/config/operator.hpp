@@ -16,12 +16,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kopt::config {
 
@@ -52,8 +51,8 @@ const std::vector<std::string_view>& dtype_names() noexcept;
 
 struct axis {
   std::string name;
-  bool is_const = false;      // "type": "const" (value fixed) or "var" (per workload)
-  std::int64_t value = 0;     // for const axes
+  bool is_const = false;   // "type": "const" (value fixed) or "var" (per workload)
+  std::int64_t value = 0;  // for const axes
   std::string description;
   // "type": "expr" (SOL-ExecBench): the value is this expression over other
   // axes, evaluated per workload (e.g. "head_dim // 2"). Empty otherwise.
@@ -87,8 +86,8 @@ struct generator {
   double mean = 0.0, stddev = 1.0;
   double low = -1.0, high = 1.0;
   double value = 0.0;
-  double scale = 1.0;          // multiplies normal/uniform draws (e.g. 0.02)
-  std::string int_low = "0";   // expressions
+  double scale = 1.0;         // multiplies normal/uniform draws (e.g. 0.02)
+  std::string int_low = "0";  // expressions
   std::string int_high;
   bool disjoint_rows = false;  // permutation: no value twice in the whole tensor ("disjoint")
   std::string kernel_source;   // for kind::kernel: device code and entry point
@@ -134,19 +133,19 @@ struct tensor {
   std::string description;
   std::vector<std::string> shape;  // axis names or expressions over axes
   dtype type = dtype::float32;
-  std::optional<generator> gen;    // inputs only; default normal(0,1) for floats
+  std::optional<generator> gen;  // inputs only; default normal(0,1) for floats
   // inputs only: the operator writes this input (e.g. a KV cache or a
   // residual updated in place). Its final contents are compared with the
   // reference's and it is not hash-checked for mutation.
   bool in_place = false;
-  std::optional<tolerance> tol;    // overrides the operator-wide tolerance
+  std::optional<tolerance> tol;  // overrides the operator-wide tolerance
 };
 
 struct workload {
-  std::string id;                                  // unique within the operator
+  std::string id;                                         // unique within the operator
   std::map<std::string, std::int64_t, std::less<>> axes;  // values of var axes
   std::map<std::string, double, std::less<>> scalars;     // overrides
-  double weight = 1.0;                             // importance, > 0
+  double weight = 1.0;                                    // importance, > 0
   std::string description;
   // Never shown in prompts, never used for screening; measured only at
   // verify and reported separately, so that a model cannot fit the shapes
@@ -169,16 +168,16 @@ struct launch_arg {
     scalar,     // an operator scalar (by name) passed as `type`
   };
   kind k = kind::tensor;
-  std::string name;  // tensor / workspace / scalar name, or the expression
+  std::string name;           // tensor / workspace / scalar name, or the expression
   dtype type = dtype::int32;  // integer: int32/int64; scalar: float32/float64/int32/int64
 };
 
 struct launch {
-  std::string kernel;                    // __global__ function name (extern "C")
-  std::vector<std::string> grid;         // 1..3 expressions
-  std::vector<std::string> block;        // 1..3 expressions
-  std::vector<std::string> cluster;      // optional, 1..3 expressions
-  std::string shared_bytes = "0";        // dynamic shared memory, expression
+  std::string kernel;                // __global__ function name (extern "C")
+  std::vector<std::string> grid;     // 1..3 expressions
+  std::vector<std::string> block;    // 1..3 expressions
+  std::vector<std::string> cluster;  // optional, 1..3 expressions
+  std::string shared_bytes = "0";    // dynamic shared memory, expression
   std::vector<launch_arg> args;
 };
 
@@ -199,13 +198,13 @@ struct parameter {
 
 // Reference, baseline, seed and every LLM answer share this format.
 struct candidate {
-  std::string source;                       // CUDA C++ device code (inlined)
-  std::string source_file;                  // as written in the config, if any
-  std::vector<launch> launches;             // at least one
+  std::string source;            // CUDA C++ device code (inlined)
+  std::string source_file;       // as written in the config, if any
+  std::vector<launch> launches;  // at least one
   std::vector<parameter> parameters;
   std::vector<workspace> workspaces;
-  std::vector<std::string> compile_options; // allow-listed NVRTC options only
-  nlohmann::json to_json() const;           // canonical form, source inlined
+  std::vector<std::string> compile_options;  // allow-listed NVRTC options only
+  nlohmann::json to_json() const;            // canonical form, source inlined
 
   const parameter* find_parameter(std::string_view name) const noexcept;
   // Every parameter at its default value (what validation evaluates with).
@@ -213,9 +212,9 @@ struct candidate {
 };
 
 struct roofline {
-  std::string flops = "0";                  // expression over axes
-  std::string flop_unit = "fp32";           // key into the GPU peak table
-  std::optional<std::string> bytes;         // default: inputs read + outputs written
+  std::string flops = "0";           // expression over axes
+  std::string flop_unit = "fp32";    // key into the GPU peak table
+  std::optional<std::string> bytes;  // default: inputs read + outputs written
 };
 
 struct budget {
@@ -277,8 +276,8 @@ struct diagnostic {
   enum class severity { error, warning };
   severity level = severity::error;
   std::string file;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based; 0 when unknown
+  int line = 0;      // 1-based; 0 when unknown
+  int column = 0;    // 1-based; 0 when unknown
   std::string path;  // field path, e.g. inputs.x.shape[1]
   std::string message;
   // "file:line:col: error: path: message"

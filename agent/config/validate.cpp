@@ -4,6 +4,8 @@
 // built; afterwards every shape, generator bound, roofline count and launch
 // plan is evaluated for every workload with default parameter values, so a
 // config that loads cannot fail later on an expression.
+#include "config/detail/validate.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -12,7 +14,6 @@
 #include <sstream>
 
 #include "config/detail/context.hpp"
-#include "config/detail/validate.hpp"
 
 namespace kopt::config::detail {
 
@@ -55,8 +56,9 @@ bool valid_identifier_name(context& ctx, const jpath& p, const std::string& name
     return false;
   }
   if (expr::is_function_name(name)) {
-    ctx.error(p, what + " name " + quote(name) + " is reserved (a function of the expression language)",
-              true);
+    ctx.error(
+        p, what + " name " + quote(name) + " is reserved (a function of the expression language)",
+        true);
     return false;
   }
   return true;
@@ -142,8 +144,8 @@ std::optional<std::string> read_source(context& ctx, const object_reader& r,
   return read_source_file(ctx, r.path("source_file"), *f, base_dir);
 }
 
-std::optional<generator> parse_generator(context& ctx, const json& j, const jpath& p,
-                                         dtype type, const std::vector<std::string>& axes,
+std::optional<generator> parse_generator(context& ctx, const json& j, const jpath& p, dtype type,
+                                         const std::vector<std::string>& axes,
                                          const std::filesystem::path& base_dir) {
   static const std::vector<std::string> kinds = {"normal",      "uniform",  "int_range",
                                                  "permutation", "constant", "kernel"};
@@ -156,8 +158,9 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
     object_reader(ctx, j, p,
                   {"kind", "mean", "stddev", "scale", "low", "high", "n", "disjoint", "value",
                    "source", "source_file", "kernel"});
-    ctx.error(p, "missing required field \"kind\" (one of normal, uniform, int_range, "
-                 "permutation, constant, kernel)");
+    ctx.error(p,
+              "missing required field \"kind\" (one of normal, uniform, int_range, "
+              "permutation, constant, kernel)");
     return std::nullopt;
   }
   if (!kit->is_string()) {
@@ -186,8 +189,9 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
     g.k = generator::kind::kernel;
     allowed.insert(allowed.end(), {"source", "source_file", "kernel"});
   } else {
-    ctx.error(p / "kind", "unknown generator kind " + quote(kind) + did_you_mean(kind, kinds) +
-                              " (one of normal, uniform, int_range, permutation, constant, kernel)");
+    ctx.error(p / "kind",
+              "unknown generator kind " + quote(kind) + did_you_mean(kind, kinds) +
+                  " (one of normal, uniform, int_range, permutation, constant, kernel)");
     return std::nullopt;
   }
   object_reader r(ctx, j, p, allowed);
@@ -196,7 +200,8 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
   const bool int_kind = g.k == generator::kind::int_range || g.k == generator::kind::permutation;
   if (float_kind && !dtype_is_float(type)) {
     ctx.error(p / "kind", "generator " + quote(kind) + " needs a floating-point tensor, not " +
-                              std::string(dtype_name(type)) + " (use int_range, permutation or constant)");
+                              std::string(dtype_name(type)) +
+                              " (use int_range, permutation or constant)");
     ok = false;
   }
   if (int_kind && !dtype_is_integer(type)) {
@@ -206,8 +211,10 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
   }
   auto num = [&](const char* key, double& out) {
     if (!r.has(key)) return;
-    if (auto v = r.number(key)) out = *v;
-    else ok = false;
+    if (auto v = r.number(key))
+      out = *v;
+    else
+      ok = false;
   };
   switch (g.k) {
     case generator::kind::normal:
@@ -224,9 +231,9 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
       num("high", g.high);
       num("scale", g.scale);
       if (ok && !(g.low < g.high)) {
-        ctx.error(r.has("high") ? r.path("high") : p,
-                  "uniform needs low < high, got low " + json(g.low).dump() + " and high " +
-                      json(g.high).dump());
+        ctx.error(r.has("high") ? r.path("high") : p, "uniform needs low < high, got low " +
+                                                          json(g.low).dump() + " and high " +
+                                                          json(g.high).dump());
         ok = false;
       }
       break;
@@ -266,8 +273,8 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
         if (auto d = as_number(ctx, *v, r.path("value"))) {
           g.value = *d;
           if (dtype_is_integer(type) && std::trunc(*d) != *d) {
-            ctx.error(r.path("value"), "constant for an integer tensor must be an integer, got " +
-                                           v->dump());
+            ctx.error(r.path("value"),
+                      "constant for an integer tensor must be an integer, got " + v->dump());
             ok = false;
           }
         } else {
@@ -278,12 +285,15 @@ std::optional<generator> parse_generator(context& ctx, const json& j, const jpat
       }
       break;
     case generator::kind::kernel: {
-      if (auto src = read_source(ctx, r, base_dir)) g.kernel_source = *src;
-      else ok = false;
+      if (auto src = read_source(ctx, r, base_dir))
+        g.kernel_source = *src;
+      else
+        ok = false;
       if (auto k = r.string("kernel", true)) {
         g.kernel_name = *k;
         if (!g.kernel_source.empty() && g.kernel_source.find(*k) == std::string::npos)
-          ctx.warning(r.path("kernel"), "kernel " + quote(*k) + " not found in the generator source");
+          ctx.warning(r.path("kernel"),
+                      "kernel " + quote(*k) + " not found in the generator source");
       } else {
         ok = false;
       }
@@ -321,13 +331,16 @@ std::optional<tensor> parse_tensor(context& ctx, const json& j, const jpath& p,
   bool ok = true;
   if (auto d = r.string("description")) t.description = *d;
   auto type = read_dtype(ctx, r, "dtype", true);
-  if (type) t.type = *type;
-  else ok = false;
+  if (type)
+    t.type = *type;
+  else
+    ok = false;
   if (const json* s = r.require("shape")) {
     const jpath sp = r.path("shape");
     if (!s->is_array()) {
-      ctx.error(sp, "expected an array of axis names or expressions ([] for a single element), got " +
-                        json_type_name(*s));
+      ctx.error(sp,
+                "expected an array of axis names or expressions ([] for a single element), got " +
+                    json_type_name(*s));
       ok = false;
     } else {
       for (std::size_t i = 0; i < s->size(); ++i) {
@@ -368,8 +381,10 @@ std::optional<tensor> parse_tensor(context& ctx, const json& j, const jpath& p,
     } else if (type && dtype_is_float(*type)) {
       t.gen = generator{};  // normal(0, 1)
     } else if (type) {
-      ctx.error(p, "integer input " + quote(name) + " needs a \"generator\" (int_range, "
-                   "permutation, constant or kernel): random integers are rarely valid indices");
+      ctx.error(p,
+                "integer input " + quote(name) +
+                    " needs a \"generator\" (int_range, "
+                    "permutation, constant or kernel): random integers are rarely valid indices");
       ok = false;
     }
   }
@@ -378,8 +393,8 @@ std::optional<tensor> parse_tensor(context& ctx, const json& j, const jpath& p,
 }
 
 void parse_tensors(context& ctx, const object_reader& top, const char* key, bool is_input,
-                   operator_config& op, name_registry& reg,
-                   const std::filesystem::path& base_dir, bool& ok) {
+                   operator_config& op, name_registry& reg, const std::filesystem::path& base_dir,
+                   bool& ok) {
   const json* tj = top.require(key);
   if (!tj) {
     ok = false;
@@ -387,8 +402,8 @@ void parse_tensors(context& ctx, const object_reader& top, const char* key, bool
   }
   const jpath tp = top.path(key);
   if (!tj->is_object()) {
-    ctx.error(tp, "expected an object (tensor name -> {shape, dtype, ...}), got " +
-                      json_type_name(*tj));
+    ctx.error(
+        tp, "expected an object (tensor name -> {shape, dtype, ...}), got " + json_type_name(*tj));
     ok = false;
     return;
   }
@@ -548,8 +563,8 @@ void parse_constraints(context& ctx, const object_reader& top, operator_config& 
   }
 }
 
-void parse_scalars(context& ctx, const object_reader& top, operator_config& op,
-                   name_registry& reg, bool& ok) {
+void parse_scalars(context& ctx, const object_reader& top, operator_config& op, name_registry& reg,
+                   bool& ok) {
   const json* sj = top.get("scalars");
   if (!sj) return;
   const jpath sp = top.path("scalars");
@@ -587,8 +602,8 @@ void parse_scalars(context& ctx, const object_reader& top, operator_config& op,
     s.type = *t;
     s.value = *v;
     if (!dtype_is_float(s.type) && std::trunc(*v) != *v) {
-      ctx.error(r.path("value"), "value of an integer scalar must be an integer, got " +
-                                     r.get("value")->dump());
+      ctx.error(r.path("value"),
+                "value of an integer scalar must be an integer, got " + r.get("value")->dump());
       ok = false;
     }
     op.scalars.push_back(std::move(s));
@@ -710,9 +725,10 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
         for (const auto& [name, vj] : aj->items()) {
           const jpath xp = ap / name;
           if (std::find(const_axes.begin(), const_axes.end(), name) != const_axes.end()) {
-            ctx.error(xp, "axis " + quote(name) + " is const (value " +
-                              std::to_string(op.find_axis(name)->value) +
-                              ") and cannot be set by a workload",
+            ctx.error(xp,
+                      "axis " + quote(name) + " is const (value " +
+                          std::to_string(op.find_axis(name)->value) +
+                          ") and cannot be set by a workload",
                       true);
             wok = false;
             continue;
@@ -786,8 +802,10 @@ void parse_workloads(context& ctx, const object_reader& top, operator_config& op
     }
     // Only sound workloads are evaluated later, so that a missing axis is
     // reported once and not again by every expression.
-    if (!wok) ok = false;
-    else op.workloads.push_back(std::move(w));
+    if (!wok)
+      ok = false;
+    else
+      op.workloads.push_back(std::move(w));
   }
 }
 
@@ -802,8 +820,10 @@ void parse_roofline(context& ctx, const object_reader& top, operator_config& op,
   const auto axes = names_of(op.axes);
   if (const json* f = r.require("flops")) {
     if (auto e = as_expression(ctx, *f, r.path("flops"))) {
-      if (check_expression_names(ctx, r.path("flops"), *e, axes, "axis")) op.roof.flops = *e;
-      else ok = false;
+      if (check_expression_names(ctx, r.path("flops"), *e, axes, "axis"))
+        op.roof.flops = *e;
+      else
+        ok = false;
     } else {
       ok = false;
     }
@@ -816,8 +836,8 @@ void parse_roofline(context& ctx, const object_reader& top, operator_config& op,
       std::vector<std::string> choices(units.begin(), units.end());
       std::string all;
       for (auto n : units) all += (all.empty() ? "" : ", ") + std::string(n);
-      ctx.error(r.path("flop_unit"),
-                "unknown flop_unit " + quote(*u) + did_you_mean(*u, choices) + " (one of " + all + ")");
+      ctx.error(r.path("flop_unit"), "unknown flop_unit " + quote(*u) + did_you_mean(*u, choices) +
+                                         " (one of " + all + ")");
       ok = false;
     } else {
       op.roof.flop_unit = *u;
@@ -827,8 +847,10 @@ void parse_roofline(context& ctx, const object_reader& top, operator_config& op,
   }
   if (const json* b = r.get("bytes")) {
     if (auto e = as_expression(ctx, *b, r.path("bytes"))) {
-      if (check_expression_names(ctx, r.path("bytes"), *e, axes, "axis")) op.roof.bytes = *e;
-      else ok = false;
+      if (check_expression_names(ctx, r.path("bytes"), *e, axes, "axis"))
+        op.roof.bytes = *e;
+      else
+        ok = false;
     } else {
       ok = false;
     }
@@ -839,8 +861,8 @@ void parse_campaign(context& ctx, const object_reader& top, operator_config& op,
   const json* cj = top.get("campaign");
   if (!cj) return;
   object_reader r(ctx, *cj, top.path("campaign"),
-                  {"provider", "model", "budget", "target_sol_fraction",
-                   "candidates_per_iteration", "dropout_p", "seed"});
+                  {"provider", "model", "budget", "target_sol_fraction", "candidates_per_iteration",
+                   "dropout_p", "seed"});
   if (!r.valid()) {
     ok = false;
     return;
@@ -859,10 +881,13 @@ void parse_campaign(context& ctx, const object_reader& top, operator_config& op,
   } else if (r.has("provider")) {
     ok = false;
   }
-  if (auto m = r.string("model")) c.model = *m;
-  else if (r.has("model")) ok = false;
+  if (auto m = r.string("model"))
+    c.model = *m;
+  else if (r.has("model"))
+    ok = false;
   if (const json* bj = r.get("budget")) {
-    object_reader b(ctx, *bj, r.path("budget"), {"iterations", "wall_time_s", "tokens", "cost_usd"});
+    object_reader b(ctx, *bj, r.path("budget"),
+                    {"iterations", "wall_time_s", "tokens", "cost_usd"});
     if (!b.valid()) ok = false;
     auto nonneg_int = [&](const char* key, std::optional<std::int64_t>& out) {
       if (!b.has(key)) return;
@@ -896,8 +921,8 @@ void parse_campaign(context& ctx, const object_reader& top, operator_config& op,
   if (r.has("target_sol_fraction")) {
     if (auto v = r.number("target_sol_fraction")) {
       if (!(*v > 0 && *v <= 1)) {
-        ctx.error(r.path("target_sol_fraction"),
-                  "target_sol_fraction must be in (0, 1], got " + r.get("target_sol_fraction")->dump());
+        ctx.error(r.path("target_sol_fraction"), "target_sol_fraction must be in (0, 1], got " +
+                                                     r.get("target_sol_fraction")->dump());
         ok = false;
       } else {
         c.target_sol_fraction = *v;
@@ -922,7 +947,8 @@ void parse_campaign(context& ctx, const object_reader& top, operator_config& op,
   if (r.has("dropout_p")) {
     if (auto v = r.number("dropout_p")) {
       if (!(*v >= 0 && *v < 1)) {
-        ctx.error(r.path("dropout_p"), "dropout_p must be in [0, 1), got " + r.get("dropout_p")->dump());
+        ctx.error(r.path("dropout_p"),
+                  "dropout_p must be in [0, 1), got " + r.get("dropout_p")->dump());
         ok = false;
       } else {
         c.dropout_p = *v;
@@ -993,7 +1019,8 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
           for (const auto& n : cond.names())
             if (auto it = names.find(n); it != names.end())
               vals += (vals.empty() ? "" : ", ") + n + " = " + std::to_string(it->second);
-          ctx.error(cp, who + "violates constraint " + quote(op.constraints[i]) + " (" + vals + ")");
+          ctx.error(cp,
+                    who + "violates constraint " + quote(op.constraints[i]) + " (" + vals + ")");
         }
       } catch (const expr::expr_error& e) {
         ctx.error(cp, who + "constraint " + quote(op.constraints[i]) + ": " + e.what());
@@ -1041,14 +1068,30 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
             } else {
               std::int64_t tmin = 0, tmax = 0;
               switch (t.type) {
-                case dtype::int8: tmin = -128; tmax = 127; break;
-                case dtype::uint8: tmin = 0; tmax = 255; break;
-                case dtype::int16: tmin = -32768; tmax = 32767; break;
-                case dtype::int32: tmin = std::numeric_limits<std::int32_t>::min();
-                  tmax = std::numeric_limits<std::int32_t>::max(); break;
-                case dtype::boolean: tmin = 0; tmax = 1; break;
-                default: tmin = std::numeric_limits<std::int64_t>::min();
-                  tmax = std::numeric_limits<std::int64_t>::max(); break;
+                case dtype::int8:
+                  tmin = -128;
+                  tmax = 127;
+                  break;
+                case dtype::uint8:
+                  tmin = 0;
+                  tmax = 255;
+                  break;
+                case dtype::int16:
+                  tmin = -32768;
+                  tmax = 32767;
+                  break;
+                case dtype::int32:
+                  tmin = std::numeric_limits<std::int32_t>::min();
+                  tmax = std::numeric_limits<std::int32_t>::max();
+                  break;
+                case dtype::boolean:
+                  tmin = 0;
+                  tmax = 1;
+                  break;
+                default:
+                  tmin = std::numeric_limits<std::int64_t>::min();
+                  tmax = std::numeric_limits<std::int64_t>::max();
+                  break;
               }
               if (*lo < tmin || *hi - 1 > tmax)
                 ctx.error(gp, who + "int_range [" + std::to_string(*lo) + ", " +
@@ -1061,7 +1104,8 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
             ctx.error(gp / "kind", "permutation needs a tensor with at least one dimension");
           } else {
             // n defaults to the last dimension (generator_json / inputs.cpp).
-            auto n = g.int_high.empty() ? std::optional<std::int64_t>(last) : eval(gp / "n", g.int_high);
+            auto n =
+                g.int_high.empty() ? std::optional<std::int64_t>(last) : eval(gp / "n", g.int_high);
             const std::int64_t elements = bytes / static_cast<std::int64_t>(dtype_size(t.type));
             if (n && dims_ok && *n < last)
               ctx.error(gp / "n", who + "permutation of [0, " + std::to_string(*n) +
@@ -1075,10 +1119,12 @@ void check_operator_workloads(context& ctx, const operator_config& op) {
       }
     }
     if (auto f = eval(root / "roofline" / "flops", op.roof.flops); f && *f < 0)
-      ctx.error(root / "roofline" / "flops", who + "flops = " + std::to_string(*f) + " is negative");
+      ctx.error(root / "roofline" / "flops",
+                who + "flops = " + std::to_string(*f) + " is negative");
     if (op.roof.bytes) {
       if (auto b = eval(root / "roofline" / "bytes", *op.roof.bytes); b && *b < 0)
-        ctx.error(root / "roofline" / "bytes", who + "bytes = " + std::to_string(*b) + " is negative");
+        ctx.error(root / "roofline" / "bytes",
+                  who + "bytes = " + std::to_string(*b) + " is negative");
     }
   }
 }
@@ -1101,7 +1147,8 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     op.name = *n;
     if (n->empty() || n->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                            "0123456789_.-") != std::string::npos) {
-      ctx.error(top.path("name"), "name must be non-empty and use only letters, digits, '_', '.', '-'");
+      ctx.error(top.path("name"),
+                "name must be non-empty and use only letters, digits, '_', '.', '-'");
       ok = false;
     }
   } else {
@@ -1132,14 +1179,18 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
       ok = false;
     } else {
       for (std::size_t i = 0; i < tags->size(); ++i) {
-        if (auto s = as_string(ctx, (*tags)[i], top.path("tags")[i])) op.tags.push_back(*s);
-        else ok = false;
+        if (auto s = as_string(ctx, (*tags)[i], top.path("tags")[i]))
+          op.tags.push_back(*s);
+        else
+          ok = false;
       }
     }
   }
   if (const json* tj = top.get("tolerance")) {
-    if (auto t = parse_tolerance(ctx, *tj, top.path("tolerance"), tolerance{})) op.tol = *t;
-    else ok = false;
+    if (auto t = parse_tolerance(ctx, *tj, top.path("tolerance"), tolerance{}))
+      op.tol = *t;
+    else
+      ok = false;
   }
   if (const json* ij = top.get("integrity")) {
     object_reader ir(ctx, *ij, top.path("integrity"),
@@ -1197,8 +1248,8 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
     bool required;
   };
   std::map<std::string, candidate> cands;
-  for (const cand_slot& s : {cand_slot{"reference", true}, cand_slot{"baseline", false},
-                             cand_slot{"seed", false}}) {
+  for (const cand_slot& s :
+       {cand_slot{"reference", true}, cand_slot{"baseline", false}, cand_slot{"seed", false}}) {
     const json* cj = s.required ? top.require(s.key) : top.get(s.key);
     if (!cj) {
       if (s.required) ok = false;
@@ -1214,7 +1265,8 @@ std::optional<operator_config> parse_operator(context& ctx, const json& doc,
   if (op.campaign.provider == "autotune") {
     auto it = cands.find("seed");
     if (it == cands.end() && ok)
-      ctx.warning(root, "provider \"autotune\" searches the seed's parameters, but there is no seed");
+      ctx.warning(root,
+                  "provider \"autotune\" searches the seed's parameters, but there is no seed");
     else if (it != cands.end() && it->second.parameters.empty())
       ctx.warning(top.path("seed"),
                   "provider \"autotune\" searches the seed's parameters, but the seed has none");

@@ -12,10 +12,10 @@
 
 #include "common/hash.hpp"
 #include "config/expr.hpp"
+#include "config/permutation.hpp"
 #include "core/kernel_params.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/evaluator_impl.hpp"
-#include "config/permutation.hpp"
 
 namespace kopt::harness {
 

@@ -126,19 +126,38 @@ TEST(Loader, ReportsEveryProblemWithPositions) {
   auto r = load_operator_text(text, "multi.json", ".");
   EXPECT_FALSE(r.ok());
   const auto& d = r.diagnostics;
-  EXPECT_TRUE(contains(d, "multi.json:4:30: error: inputs.x.shape[0]: unknown axis \"m\"")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:4:45: error: inputs.x.dtype: unknown dtype \"float33\"; did you mean \"float32\"?")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:5:57: error: outputs.y.colour: unknown field \"colour\"")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:6:43: error: workloads[0].axes.n: axis value must be >= 1, got 0")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:6:57: error: workloads[0].weight: weight must be > 0, got -1")) << all(d);
-  EXPECT_TRUE(contains(d, "error: reference.compile_options[0]: compile option \"-G\" is not allowed")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:9:59: error: reference.launches[0].grid[0]: expression \"n +\": expected a number")) << all(d);
-  EXPECT_TRUE(contains(d, "error: reference.launches[0].args[0].tensor: unknown tensor \"z\"")) << all(d);
-  EXPECT_TRUE(contains(d, "multi.json:10:28: error: campaign.provider: unknown provider \"openia\"; did you mean \"openai\"?")) << all(d);
+  EXPECT_TRUE(contains(d, "multi.json:4:30: error: inputs.x.shape[0]: unknown axis \"m\""))
+      << all(d);
+  EXPECT_TRUE(contains(d,
+                       "multi.json:4:45: error: inputs.x.dtype: unknown dtype \"float33\"; did you "
+                       "mean \"float32\"?"))
+      << all(d);
+  EXPECT_TRUE(contains(d, "multi.json:5:57: error: outputs.y.colour: unknown field \"colour\""))
+      << all(d);
+  EXPECT_TRUE(
+      contains(d, "multi.json:6:43: error: workloads[0].axes.n: axis value must be >= 1, got 0"))
+      << all(d);
+  EXPECT_TRUE(
+      contains(d, "multi.json:6:57: error: workloads[0].weight: weight must be > 0, got -1"))
+      << all(d);
+  EXPECT_TRUE(
+      contains(d, "error: reference.compile_options[0]: compile option \"-G\" is not allowed"))
+      << all(d);
+  EXPECT_TRUE(contains(d,
+                       "multi.json:9:59: error: reference.launches[0].grid[0]: expression \"n +\": "
+                       "expected a number"))
+      << all(d);
+  EXPECT_TRUE(contains(d, "error: reference.launches[0].args[0].tensor: unknown tensor \"z\""))
+      << all(d);
+  EXPECT_TRUE(contains(d,
+                       "multi.json:10:28: error: campaign.provider: unknown provider \"openia\"; "
+                       "did you mean \"openai\"?"))
+      << all(d);
   EXPECT_GE(d.size(), 9u);
   // Sorted by position.
   for (std::size_t i = 1; i < d.size(); ++i)
-    EXPECT_LE(std::make_pair(d[i - 1].line, d[i - 1].column), std::make_pair(d[i].line, d[i].column));
+    EXPECT_LE(std::make_pair(d[i - 1].line, d[i - 1].column),
+              std::make_pair(d[i].line, d[i].column));
 }
 
 TEST(Loader, DiagnosticFormat) {
@@ -160,7 +179,8 @@ TEST(Loader, MissingFileIsADiagnostic) {
   auto r = load_operator_file("/nonexistent/op.json");
   EXPECT_FALSE(r.ok());
   ASSERT_EQ(r.diagnostics.size(), 1u);
-  EXPECT_NE(r.diagnostics[0].to_string().find("cannot read /nonexistent/op.json"), std::string::npos);
+  EXPECT_NE(r.diagnostics[0].to_string().find("cannot read /nonexistent/op.json"),
+            std::string::npos);
 }
 
 TEST(Snapshot, CanonicalAndStable) {
@@ -208,9 +228,7 @@ TEST(Snapshot, InlinedSourceFileChangesHash) {
   nlohmann::json j = base_config();
   j["reference"].erase("source");
   j["reference"]["source_file"] = "ref.cu";
-  auto write = [&](const std::string& body) {
-    std::ofstream(dir / "ref.cu") << body;
-  };
+  auto write = [&](const std::string& body) { std::ofstream(dir / "ref.cu") << body; };
   write("extern \"C\" __global__ void scale_ref(float* y) {}\n");
   auto a = load_operator_text(j.dump(), "x.json", dir);
   ASSERT_TRUE(a.ok()) << all(a.diagnostics);
@@ -231,7 +249,8 @@ TEST(Snapshot, InlinedSourceFileChangesHash) {
 TEST(Validator, UnknownTopLevelFieldWithSuggestion) {
   auto r = patched({{"workload", nlohmann::json::array()}});
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(contains(r.diagnostics, "unknown field \"workload\"; did you mean \"workloads\"?")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "unknown field \"workload\"; did you mean \"workloads\"?"))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, ConstAxisCannotBeOverridden) {
@@ -239,17 +258,23 @@ TEST(Validator, ConstAxisCannotBeOverridden) {
   j["workloads"][0]["axes"]["k"] = 8;
   auto r = load(j);
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(contains(r.diagnostics, "workloads[0].axes.k: axis \"k\" is const (value 4) and cannot be set by a workload")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(
+      r.diagnostics,
+      "workloads[0].axes.k: axis \"k\" is const (value 4) and cannot be set by a workload"))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, DuplicateNamesAcrossKinds) {
   auto r = patched({{"scalars", {{"n", {{"dtype", "float32"}, {"value", 1}}}}}});
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(contains(r.diagnostics, "scalars.n: a scalar \"n\" has the same name as an axis")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "scalars.n: a scalar \"n\" has the same name as an axis"))
+      << all(r.diagnostics);
   nlohmann::json j = base_config();
   j["seed"]["parameters"]["x"] = {{"values", {1}}};
   r = load(j);
-  EXPECT_TRUE(contains(r.diagnostics, "seed.parameters.x: parameter \"x\" has the same name as an input")) << all(r.diagnostics);
+  EXPECT_TRUE(
+      contains(r.diagnostics, "seed.parameters.x: parameter \"x\" has the same name as an input"))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, ParameterOnlyInItsCandidate) {
@@ -258,7 +283,8 @@ TEST(Validator, ParameterOnlyInItsCandidate) {
   j["reference"]["launches"][0]["block"] = {"B"};
   auto r = load(j);
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(contains(r.diagnostics, "reference.launches[0].block[0]: unknown name \"B\"")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "reference.launches[0].block[0]: unknown name \"B\""))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, PerWorkloadEvaluation) {
@@ -267,13 +293,19 @@ TEST(Validator, PerWorkloadEvaluation) {
   auto r = load(j);
   EXPECT_FALSE(r.ok());
   // Only workload "a" (n = 10) divides by zero.
-  EXPECT_TRUE(contains(r.diagnostics, "seed.launches[0].grid[0]: workload \"a\": expression \"ceil_div(n, n - 10)\": division by zero in ceil_div (column 1)")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "seed.launches[0].grid[0]: workload \"a\": expression \"ceil_div(n, n - "
+                       "10)\": division by zero in ceil_div (column 1)"))
+      << all(r.diagnostics);
   EXPECT_FALSE(contains(r.diagnostics, "workload \"b\""));
 
   j = base_config();
   j["seed"]["launches"][0]["block"] = {"B * 8"};
   r = load(j);
-  EXPECT_TRUE(contains(r.diagnostics, "seed.launches[0].block[0]: workload \"a\": block.x = 2048 exceeds the limit 1024")) << all(r.diagnostics);
+  EXPECT_TRUE(
+      contains(r.diagnostics,
+               "seed.launches[0].block[0]: workload \"a\": block.x = 2048 exceeds the limit 1024"))
+      << all(r.diagnostics);
 
   j = base_config();
   j["seed"]["launches"][0]["grid"] = {"n - 1000"};
@@ -281,45 +313,97 @@ TEST(Validator, PerWorkloadEvaluation) {
   // Both workloads, one diagnostic (issue 18: a mistake is reported once
   // with the workloads it affects).
   EXPECT_TRUE(contains(r.diagnostics,
-                       "workload \"a\": grid.x = -990 must be >= 1 (expression \"n - 1000\") (also in workload \"b\", with their own values)"))
+                       "workload \"a\": grid.x = -990 must be >= 1 (expression \"n - 1000\") (also "
+                       "in workload \"b\", with their own values)"))
       << all(r.diagnostics);
 
   j = base_config();
   j["reference"]["launches"][0]["args"][3] = {{"int", "n * 3000000"}, {"type", "int32"}};
   r = load(j);
-  EXPECT_TRUE(contains(r.diagnostics, "workload \"b\": value 3000000000 of \"n * 3000000\" does not fit in int32")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "workload \"b\": value 3000000000 of \"n * 3000000\" does not fit in int32"))
+      << all(r.diagnostics);
 
   j = base_config();
   j["roofline"]["flops"] = "n * 4611686018427387904";
   r = load(j);
-  EXPECT_TRUE(contains(r.diagnostics, "roofline.flops: workload \"a\": expression \"n * 4611686018427387904\": integer overflow in '*' (column 3)")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "roofline.flops: workload \"a\": expression \"n * 4611686018427387904\": "
+                       "integer overflow in '*' (column 3)"))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, GeneratorRules) {
   auto r = patched({{"inputs", {{"x", {{"generator", {{"kind", "normal"}, {"stddev", 0}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "inputs.x.generator.stddev: stddev must be > 0, got 0")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"x", {{"generator", {{"kind", "uniform"}, {"low", 1}, {"high", 1}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "inputs.x.generator.high: uniform needs low < high")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "inputs.x.generator.stddev: stddev must be > 0, got 0"))
+      << all(r.diagnostics);
+  r = patched(
+      {{"inputs", {{"x", {{"generator", {{"kind", "uniform"}, {"low", 1}, {"high", 1}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics, "inputs.x.generator.high: uniform needs low < high"))
+      << all(r.diagnostics);
   r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "normal"}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "inputs.idx.generator.kind: generator \"normal\" needs a floating-point tensor, not int32")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(
+      r.diagnostics,
+      "inputs.idx.generator.kind: generator \"normal\" needs a floating-point tensor, not int32"))
+      << all(r.diagnostics);
   r = patched({{"inputs", {{"idx", {{"generator", nullptr}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "inputs.idx: integer input \"idx\" needs a \"generator\"")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"idx", {{"dtype", "int8"}, {"generator", {{"kind", "int_range"}, {"low", 0}, {"high", "n"}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "workload \"b\": int_range [0, 1000) does not fit in int8")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "inputs.idx: integer input \"idx\" needs a \"generator\""))
+      << all(r.diagnostics);
+  r = patched({{"inputs",
+                {{"idx",
+                  {{"dtype", "int8"},
+                   {"generator", {{"kind", "int_range"}, {"low", 0}, {"high", "n"}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics, "workload \"b\": int_range [0, 1000) does not fit in int8"))
+      << all(r.diagnostics);
   EXPECT_FALSE(contains(r.diagnostics, "workload \"a\": int_range"));
-  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "int_range"}, {"low", "n"}, {"high", 5}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "workload \"a\": int_range needs low < high (high is exclusive), got [10, 5)")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "permutation"}, {"n", 5}, {"low", nullptr}, {"high", nullptr}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "workload \"a\": permutation of [0, 5) cannot fill rows of length 10")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "constant"}, {"value", 1.5}, {"low", nullptr}, {"high", nullptr}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "constant for an integer tensor must be an integer, got 1.5")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "permutation"}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  r = patched(
+      {{"inputs", {{"idx", {{"generator", {{"kind", "int_range"}, {"low", "n"}, {"high", 5}}}}}}}});
+  EXPECT_TRUE(contains(
+      r.diagnostics, "workload \"a\": int_range needs low < high (high is exclusive), got [10, 5)"))
+      << all(r.diagnostics);
+  r = patched({{"inputs",
+                {{"idx",
+                  {{"generator",
+                    {{"kind", "permutation"}, {"n", 5}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "workload \"a\": permutation of [0, 5) cannot fill rows of length 10"))
+      << all(r.diagnostics);
+  r = patched(
+      {{"inputs",
+        {{"idx",
+          {{"generator",
+            {{"kind", "constant"}, {"value", 1.5}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics, "constant for an integer tensor must be an integer, got 1.5"))
+      << all(r.diagnostics);
+  r = patched(
+      {{"inputs",
+        {{"idx",
+          {{"generator", {{"kind", "permutation"}, {"low", nullptr}, {"high", nullptr}}}}}}}});
   EXPECT_TRUE(r.ok()) << all(r.diagnostics);
   // disjoint: one permutation over the whole tensor, so n must cover every element (k = 4 rows
   // of n here), and the flag must be a boolean.
-  r = patched({{"inputs", {{"idx", {{"shape", {"k", "n"}}, {"generator", {{"kind", "permutation"}, {"n", "2 * n"}, {"disjoint", true}, {"low", nullptr}, {"high", nullptr}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "workload \"a\": disjoint permutation of [0, 20) cannot fill 40 elements without repeating a value")) << all(r.diagnostics);
-  r = patched({{"inputs", {{"idx", {{"shape", {"k", "n"}}, {"generator", {{"kind", "permutation"}, {"n", "k * n"}, {"disjoint", true}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  r = patched({{"inputs",
+                {{"idx",
+                  {{"shape", {"k", "n"}},
+                   {"generator",
+                    {{"kind", "permutation"},
+                     {"n", "2 * n"},
+                     {"disjoint", true},
+                     {"low", nullptr},
+                     {"high", nullptr}}}}}}}});
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "workload \"a\": disjoint permutation of [0, 20) cannot fill 40 elements "
+                       "without repeating a value"))
+      << all(r.diagnostics);
+  r = patched({{"inputs",
+                {{"idx",
+                  {{"shape", {"k", "n"}},
+                   {"generator",
+                    {{"kind", "permutation"},
+                     {"n", "k * n"},
+                     {"disjoint", true},
+                     {"low", nullptr},
+                     {"high", nullptr}}}}}}}});
   EXPECT_TRUE(r.ok()) << all(r.diagnostics);
   ASSERT_TRUE(r.op.has_value());
   for (const auto& t : r.op->inputs) {
@@ -327,20 +411,32 @@ TEST(Validator, GeneratorRules) {
       EXPECT_TRUE(t.gen && t.gen->disjoint_rows);
     }
   }
-  r = patched({{"inputs", {{"idx", {{"generator", {{"kind", "permutation"}, {"disjoint", "yes"}, {"low", nullptr}, {"high", nullptr}}}}}}}});
+  r = patched({{"inputs",
+                {{"idx",
+                  {{"generator",
+                    {{"kind", "permutation"},
+                     {"disjoint", "yes"},
+                     {"low", nullptr},
+                     {"high", nullptr}}}}}}}});
   EXPECT_TRUE(contains(r.diagnostics, "inputs.idx.generator.disjoint")) << all(r.diagnostics);
   EXPECT_FALSE(r.ok());
 }
 
 TEST(Validator, ToleranceRules) {
   auto r = patched({{"tolerance", {{"matched_ratio", 0}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "tolerance.matched_ratio: matched_ratio must be in (0, 1], got 0")) << all(r.diagnostics);
+  EXPECT_TRUE(
+      contains(r.diagnostics, "tolerance.matched_ratio: matched_ratio must be in (0, 1], got 0"))
+      << all(r.diagnostics);
   r = patched({{"tolerance", {{"atol", -1}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "tolerance.atol: atol must be >= 0, got -1")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "tolerance.atol: atol must be >= 0, got -1"))
+      << all(r.diagnostics);
   r = patched({{"inputs", {{"x", {{"tolerance", {{"atol", 1}}}}}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "inputs.x.tolerance: a tolerance applies to outputs and in-place inputs only")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(
+      r.diagnostics, "inputs.x.tolerance: a tolerance applies to outputs and in-place inputs only"))
+      << all(r.diagnostics);
   // Per-output override inherits unspecified fields.
-  r = patched({{"tolerance", {{"atol", 0.5}, {"rtol", 0.25}}}, {"outputs", {{"y", {{"tolerance", {{"rtol", 0.125}}}}}}}});
+  r = patched({{"tolerance", {{"atol", 0.5}, {"rtol", 0.25}}},
+               {"outputs", {{"y", {{"tolerance", {{"rtol", 0.125}}}}}}}});
   ASSERT_TRUE(r.ok()) << all(r.diagnostics);
   EXPECT_DOUBLE_EQ(r.op->find_tensor("y")->tol->atol, 0.5);
   EXPECT_DOUBLE_EQ(r.op->find_tensor("y")->tol->rtol, 0.125);
@@ -371,15 +467,30 @@ TEST(Validator, KernelNotInSourceIsAWarning) {
   j["reference"]["launches"][0]["kernel"] = "other_kernel";
   auto r = load(j);
   EXPECT_TRUE(r.ok()) << all(r.diagnostics);
-  EXPECT_TRUE(contains(r.diagnostics, "warning: reference.launches[0].kernel: kernel \"other_kernel\" not found as a __global__ function")) << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics,
+                       "warning: reference.launches[0].kernel: kernel \"other_kernel\" not found "
+                       "as a __global__ function"))
+      << all(r.diagnostics);
 }
 
 TEST(Validator, CampaignRules) {
-  auto r = patched({{"campaign", {{"budget", {{"iterations", -1}}}, {"target_sol_fraction", 1.5}, {"dropout_p", 1}}}});
-  EXPECT_TRUE(contains(r.diagnostics, "campaign.budget.iterations: iterations must be >= 0, got -1")) << all(r.diagnostics);
-  EXPECT_TRUE(contains(r.diagnostics, "campaign.target_sol_fraction: target_sol_fraction must be in (0, 1], got 1.5")) << all(r.diagnostics);
-  EXPECT_TRUE(contains(r.diagnostics, "campaign.dropout_p: dropout_p must be in [0, 1), got 1")) << all(r.diagnostics);
-  r = patched({{"campaign", {{"provider", "anthropic"}, {"model", "claude"}, {"budget", {{"cost_usd", 5.5}}}, {"seed", 18446744073709551615ull}}}});
+  auto r = patched(
+      {{"campaign",
+        {{"budget", {{"iterations", -1}}}, {"target_sol_fraction", 1.5}, {"dropout_p", 1}}}});
+  EXPECT_TRUE(
+      contains(r.diagnostics, "campaign.budget.iterations: iterations must be >= 0, got -1"))
+      << all(r.diagnostics);
+  EXPECT_TRUE(
+      contains(r.diagnostics,
+               "campaign.target_sol_fraction: target_sol_fraction must be in (0, 1], got 1.5"))
+      << all(r.diagnostics);
+  EXPECT_TRUE(contains(r.diagnostics, "campaign.dropout_p: dropout_p must be in [0, 1), got 1"))
+      << all(r.diagnostics);
+  r = patched({{"campaign",
+                {{"provider", "anthropic"},
+                 {"model", "claude"},
+                 {"budget", {{"cost_usd", 5.5}}},
+                 {"seed", 18446744073709551615ull}}}});
   ASSERT_TRUE(r.ok()) << all(r.diagnostics);
   EXPECT_EQ(r.op->campaign.provider, "anthropic");
   EXPECT_EQ(r.op->campaign.seed, 18446744073709551615ull);
@@ -407,12 +518,19 @@ TEST(Candidate, LoadStandaloneCandidate) {
 })JSON";
   c = load_candidate_text(bad, "cand.json", ".", *opr.op);
   EXPECT_FALSE(c.ok());
-  EXPECT_TRUE(contains(c.diagnostics, "cand.json:3:42: error: launches[0].grid[0]: unknown name \"T\" in expression \"ceil_div(n, T)\"")) << all(c.diagnostics);
-  EXPECT_TRUE(contains(c.diagnostics, "cand.json:3:95: error: launches[0].args[0].tensor: unknown tensor \"yy\"; did you mean \"y\"?")) << all(c.diagnostics);
+  EXPECT_TRUE(contains(c.diagnostics,
+                       "cand.json:3:42: error: launches[0].grid[0]: unknown name \"T\" in "
+                       "expression \"ceil_div(n, T)\""))
+      << all(c.diagnostics);
+  EXPECT_TRUE(contains(c.diagnostics,
+                       "cand.json:3:95: error: launches[0].args[0].tensor: unknown tensor \"yy\"; "
+                       "did you mean \"y\"?"))
+      << all(c.diagnostics);
 
   c = load_candidate_text("{\"source\": 1,", "cand.json", ".", *opr.op);
   EXPECT_FALSE(c.ok());
-  EXPECT_TRUE(contains(c.diagnostics, "cand.json:1:14: error: JSON syntax error")) << all(c.diagnostics);
+  EXPECT_TRUE(contains(c.diagnostics, "cand.json:1:14: error: JSON syntax error"))
+      << all(c.diagnostics);
 }
 
 TEST(Model, Dtypes) {

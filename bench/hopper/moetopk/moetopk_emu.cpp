@@ -1,17 +1,17 @@
 // CPU model run of bench/hopper/moetopk/moe_topk_seg.cu: the kernel's real source is compiled
 // for the host with a small CUDA shim (below): one std::thread per lane, 32 per warp; the
 // warp collectives it uses (__shfl_xor_sync, __shfl_sync, __shfl_down_sync with width,
-// __ballot_sync, __reduce_max_sync / __reduce_min_sync) meet at a per-warp barrier where every lane deposits its operand and reads the
-// one it asks for. The kernel uses no shared memory and no block barrier, so warps run one at a
-// time. Outputs are compared EXACTLY (ids and weights bit for bit where the reference's order
-// is decided; weights also under the config's tolerance) with a host reference that computes
-// the reference kernel's arithmetic (fmaxf max, sequential sum, p = expf(x - max) / sum) and
-// orders by sorting (p descending, id ascending); for rows with NaN / inf the reference kernel's
-// own selection loop is used instead (sorting is undefined there).
-// What this checks: indexing, lane / segment mapping, the sort networks, the rounds, the
-// owner / id decoding, the tie and near-tie checks, the exact path and the grid-stride loop.
-// What it does not: the GPU's expf and the reference's expf are the same code (NVRTC, same
-// flags), which the model assumes by using the host's expf for both; timing; memory ordering.
+// __ballot_sync, __reduce_max_sync / __reduce_min_sync) meet at a per-warp barrier where every lane
+// deposits its operand and reads the one it asks for. The kernel uses no shared memory and no block
+// barrier, so warps run one at a time. Outputs are compared EXACTLY (ids and weights bit for bit
+// where the reference's order is decided; weights also under the config's tolerance) with a host
+// reference that computes the reference kernel's arithmetic (fmaxf max, sequential sum, p = expf(x
+// - max) / sum) and orders by sorting (p descending, id ascending); for rows with NaN / inf the
+// reference kernel's own selection loop is used instead (sorting is undefined there). What this
+// checks: indexing, lane / segment mapping, the sort networks, the rounds, the owner / id decoding,
+// the tie and near-tie checks, the exact path and the grid-stride loop. What it does not: the GPU's
+// expf and the reference's expf are the same code (NVRTC, same flags), which the model assumes by
+// using the host's expf for both; timing; memory ordering.
 //   g++ -O2 -std=c++20 -ffp-contract=off -pthread moetopk_emu.cpp -o /tmp/moetopk_emu
 #include <algorithm>
 #include <barrier>
@@ -41,7 +41,9 @@ dim3e gridDim;
 struct float4 {
   float x, y, z, w;
 };
-inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline float4 make_float4(float a, float b, float c, float d) {
+  return {a, b, c, d};
+}
 inline float4 __ldcs(const float4* p) {
   if (reinterpret_cast<std::uintptr_t>(p) % 16) {
     std::fprintf(stderr, "emu: misaligned float4 load\n");
@@ -49,10 +51,24 @@ inline float4 __ldcs(const float4* p) {
   }
   return *p;
 }
-inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline int __ffs(unsigned x) {
+  return x ? __builtin_ctz(x) + 1 : 0;
+}
 using std::max;
 using std::min;
 
@@ -64,12 +80,12 @@ thread_local Warp* t_warp;
 thread_local int t_lane;
 static long long g_exact_rows = 0;  // fast-path rows that took the exact path
 static std::mutex g_mu;
-#define MT_EXACT_HOOK()                       \
-  do {                                        \
-    if (t_lane == 0) {                        \
-      std::lock_guard<std::mutex> lk(g_mu);   \
-      ++g_exact_rows;                         \
-    }                                         \
+#define MT_EXACT_HOOK()                     \
+  do {                                      \
+    if (t_lane == 0) {                      \
+      std::lock_guard<std::mutex> lk(g_mu); \
+      ++g_exact_rows;                       \
+    }                                       \
   } while (0)
 
 inline unsigned xchg(unsigned v, int src) {
@@ -79,7 +95,9 @@ inline unsigned xchg(unsigned v, int src) {
   t_warp->bar.arrive_and_wait();
   return r;
 }
-inline unsigned __shfl_xor_sync(unsigned, unsigned v, int m) { return xchg(v, t_lane ^ m); }
+inline unsigned __shfl_xor_sync(unsigned, unsigned v, int m) {
+  return xchg(v, t_lane ^ m);
+}
 inline float __shfl_xor_sync(unsigned, float v, int m) {
   return __uint_as_float(xchg(__float_as_uint(v), t_lane ^ m));
 }
@@ -185,8 +203,7 @@ struct Stats {
 
 // tokens rows of E logits made by gen(row, e); compares every row.
 static Stats run_case(const char* name, int tokens, int E, int k,
-                      const std::function<float(int, int)>& gen, int grid = -1,
-                      int misalign = 0) {
+                      const std::function<float(int, int)>& gen, int grid = -1, int misalign = 0) {
   std::vector<float> buf(static_cast<size_t>(tokens) * E + 8);
   float* x = buf.data() + misalign;  // vector storage is 16-aligned for float on glibc
   if (reinterpret_cast<std::uintptr_t>(buf.data()) % 16) {
@@ -197,7 +214,8 @@ static Stats run_case(const char* name, int tokens, int E, int k,
     for (int e = 0; e < E; ++e) x[static_cast<size_t>(r) * E + e] = gen(r, e);
   std::vector<float> w(static_cast<size_t>(tokens) * k, 12345.f), rw(k);
   std::vector<int> id(static_cast<size_t>(tokens) * k, -77), rid(k);
-  if (grid < 0) grid = std::max(1, (tokens * E + 32 * MT_V * MT_WARPS - 1) / (32 * MT_V * MT_WARPS));
+  if (grid < 0)
+    grid = std::max(1, (tokens * E + 32 * MT_V * MT_WARPS - 1) / (32 * MT_V * MT_WARPS));
   const long long ex0 = g_exact_rows;
   launch(grid, x, w.data(), id.data(), tokens, E, k);
   Stats st;
@@ -216,7 +234,8 @@ static Stats run_case(const char* name, int tokens, int E, int k,
     if (!idok) {
       if (st.bad_id < 3) {
         std::printf("  %s row %d ids:", name, r);
-        for (int s = 0; s < k; ++s) std::printf(" %d/%d", id[static_cast<size_t>(r) * k + s], rid[s]);
+        for (int s = 0; s < k; ++s)
+          std::printf(" %d/%d", id[static_cast<size_t>(r) * k + s], rid[s]);
         std::printf("\n");
       }
       ++st.bad_id;
@@ -224,10 +243,11 @@ static Stats run_case(const char* name, int tokens, int E, int k,
     st.bad_w += !wok;
     st.w_not_bitexact += !exact;
   }
-  std::printf("%-34s tokens %6d E %4d k %d grid %5d: rows %lld, id mismatches %lld, weight "
-              "fails %lld, weights not bit-equal %lld, exact-path rows %lld\n",
-              name, tokens, E, k, grid, st.rows, st.bad_id, st.bad_w, st.w_not_bitexact,
-              g_exact_rows - ex0);
+  std::printf(
+      "%-34s tokens %6d E %4d k %d grid %5d: rows %lld, id mismatches %lld, weight "
+      "fails %lld, weights not bit-equal %lld, exact-path rows %lld\n",
+      name, tokens, E, k, grid, st.rows, st.bad_id, st.bad_w, st.w_not_bitexact,
+      g_exact_rows - ex0);
   return st;
 }
 
@@ -267,7 +287,8 @@ int main(int argc, char** argv) {
         } else if (fam == 2) {  // all equal
           for (int e = 0; e < E; ++e) v[e] = 0.37f;
         } else if (fam == 3) {  // adjacent-float pairs: distinct logits, p may be equal
-          for (int e = 0; e + 1 < E; e += 2) v[e + 1] = std::nextafter(v[e], (e & 2) ? 10.f : -10.f);
+          for (int e = 0; e + 1 < E; e += 2)
+            v[e + 1] = std::nextafter(v[e], (e & 2) ? 10.f : -10.f);
         } else if (fam == 4) {  // near ties at the 8th / 9th boundary: a cluster of 1-ulp steps
           float b = 2.5f;
           for (int e = 0; e < E; e += 3) {
@@ -306,7 +327,8 @@ int main(int argc, char** argv) {
       }
       char nm[64];
       std::snprintf(nm, sizeof nm, "adversarial E%d k%d", E, k);
-      acc(run_case(nm, T, E, k, [&](int r, int e) { return vals[static_cast<size_t>(r) * E + e]; }));
+      acc(run_case(nm, T, E, k,
+                   [&](int r, int e) { return vals[static_cast<size_t>(r) * E + e]; }));
     }
   }
   // grid-stride loop (a grid smaller than the plan's), odd row counts, a misaligned input
@@ -315,10 +337,13 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<float> vals(3001 * 256);
     for (auto& v : vals) v = nd(rng);
-    acc(run_case("grid 3, E128", 1003, 128, 8, [&](int r, int e) { return vals[r * 128 + e]; }, 3));
-    acc(run_case("grid 2, E256", 777, 256, 8, [&](int r, int e) { return vals[r * 256 + e]; }, 2));
-    acc(run_case("misaligned (+1 float), E128", 301, 128, 8,
-                 [&](int r, int e) { return vals[r * 128 + e]; }, -1, 1));
+    acc(run_case(
+        "grid 3, E128", 1003, 128, 8, [&](int r, int e) { return vals[r * 128 + e]; }, 3));
+    acc(run_case(
+        "grid 2, E256", 777, 256, 8, [&](int r, int e) { return vals[r * 256 + e]; }, 2));
+    acc(run_case(
+        "misaligned (+1 float), E128", 301, 128, 8, [&](int r, int e) { return vals[r * 128 + e]; },
+        -1, 1));
     acc(run_case("tokens 3, E128", 3, 128, 8, [&](int r, int e) { return vals[r * 128 + e]; }));
   }
   std::printf(fails ? "FAILED: %lld rows\n" : "ALL OK\n", fails);

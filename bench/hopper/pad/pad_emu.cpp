@@ -76,15 +76,23 @@ void launch_shuffled(dim3e grid, int threads, unsigned shared_bytes, std::mt1993
 template <class T>
 float tf(T v);
 template <>
-float tf(__nv_bfloat16 v) { return __bfloat162float(v); }
+float tf(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 template <>
-float tf(__half v) { return __half2float(v); }
+float tf(__half v) {
+  return __half2float(v);
+}
 template <class T>
 T fromf(float f);
 template <>
-__nv_bfloat16 fromf(float f) { return __float2bfloat16(f); }
+__nv_bfloat16 fromf(float f) {
+  return __float2bfloat16(f);
+}
 template <>
-__half fromf(float f) { return __float2half_rn(f); }
+__half fromf(float f) {
+  return __float2half_rn(f);
+}
 
 struct Case {
   int dtype, S, ctx, HQ, HKV, D, lens_mode;
@@ -102,8 +110,8 @@ bool run_case(const Case& c) {
   std::normal_distribution<float> nd(0.f, 1.f);
   const int BSZ = 16, mb = (c.ctx + 15) / 16, nblocks = mb * c.S + 16, G = c.HQ / c.HKV;
   const double atol = c.dtype == 0 ? 0.01 : 0.002, rtol = c.dtype == 0 ? 0.02 : 0.005;
-  std::vector<T> q(static_cast<size_t>(c.S) * c.HQ * c.D), k(static_cast<size_t>(nblocks) * c.HKV * c.D * BSZ),
-      v(k.size()), out(q.size());
+  std::vector<T> q(static_cast<size_t>(c.S) * c.HQ * c.D),
+      k(static_cast<size_t>(nblocks) * c.HKV * c.D * BSZ), v(k.size()), out(q.size());
   for (auto& x : q) x = fromf<T>(nd(rng));
   for (auto& x : k) x = fromf<T>(nd(rng));
   for (auto& x : v) x = fromf<T>(nd(rng));
@@ -194,17 +202,20 @@ bool run_case(const Case& c) {
     for (auto& x : out) x = fromf<T>(NAN);
     std::uniform_int_distribution<unsigned> bd(0, 255);
     for (auto& x : part) {  // random bytes, as the worker's refill
-      unsigned char b[4] = {static_cast<unsigned char>(bd(rng)), static_cast<unsigned char>(bd(rng)),
-                            static_cast<unsigned char>(bd(rng)), static_cast<unsigned char>(bd(rng))};
+      unsigned char b[4] = {
+          static_cast<unsigned char>(bd(rng)), static_cast<unsigned char>(bd(rng)),
+          static_cast<unsigned char>(bd(rng)), static_cast<unsigned char>(bd(rng))};
       std::memcpy(&x, b, 4);
     }
     launch_shuffled({c.gx, c.gy, c.gz}, c.block, c.smem, rng, [&] {
       if constexpr (sizeof(T) == 2 && std::is_same_v<T, __nv_bfloat16>)
-        paged_attention_decode_split_bf16(q.data(), k.data(), v.data(), bt.data(), lens.data(), out.data(), c.HQ,
-                                          c.HKV, c.D, mb, c.bps, part.data(), cnt.data());
+        paged_attention_decode_split_bf16(q.data(), k.data(), v.data(), bt.data(), lens.data(),
+                                          out.data(), c.HQ, c.HKV, c.D, mb, c.bps, part.data(),
+                                          cnt.data());
       else
-        paged_attention_decode_split_fp16(q.data(), k.data(), v.data(), bt.data(), lens.data(), out.data(), c.HQ,
-                                          c.HKV, c.D, mb, c.bps, part.data(), cnt.data());
+        paged_attention_decode_split_fp16(q.data(), k.data(), v.data(), bt.data(), lens.data(),
+                                          out.data(), c.HQ, c.HKV, c.D, mb, c.bps, part.data(),
+                                          cnt.data());
     });
     double worst = 0, worst32 = 0;
     size_t bad = 0;
@@ -217,9 +228,11 @@ bool run_case(const Case& c) {
       worst32 = std::max(worst32, std::isnan(r32) ? 1e30 : r32);
     }
     const bool cnt_zero = std::all_of(cnt.begin(), cnt.end(), [](int x) { return x == 0; });
-    std::printf("  call %d: %zu / %zu elements out of tolerance; worst err/(atol+rtol|ref|) %.4f vs fp64, %.4f vs "
-                "fp32 reference model; counters %s\n",
-                call, bad, out.size(), worst, worst32, cnt_zero ? "reset" : "NOT reset");
+    std::printf(
+        "  call %d: %zu / %zu elements out of tolerance; worst err/(atol+rtol|ref|) %.4f vs fp64, "
+        "%.4f vs "
+        "fp32 reference model; counters %s\n",
+        call, bad, out.size(), worst, worst32, cnt_zero ? "reset" : "NOT reset");
     ok = ok && bad == 0 && cnt_zero;
   }
   return ok;
@@ -235,15 +248,17 @@ int main() {
     std::istringstream is(line);
     Case c{};
     std::string name;
-    is >> name >> c.dtype >> c.S >> c.ctx >> c.HQ >> c.HKV >> c.D >> c.lens_mode >> c.seed >> c.gx >> c.gy >> c.gz >>
-        c.block >> c.smem >> c.bps >> c.part_bytes >> c.cnt_bytes;
+    is >> name >> c.dtype >> c.S >> c.ctx >> c.HQ >> c.HKV >> c.D >> c.lens_mode >> c.seed >>
+        c.gx >> c.gy >> c.gz >> c.block >> c.smem >> c.bps >> c.part_bytes >> c.cnt_bytes;
     if (c.block != PAD_NT) {
-      std::fprintf(stderr, "%s: block %d but built with PAD_NT %d\n", name.c_str(), c.block, PAD_NT);
+      std::fprintf(stderr, "%s: block %d but built with PAD_NT %d\n", name.c_str(), c.block,
+                   PAD_NT);
       return 2;
     }
-    std::printf("%s: %s S %d ctx %d HQ %d HKV %d D %d lens %s, grid (%u, %u, %u) x %d, smem %u, bps %d\n",
-                name.c_str(), c.dtype ? "fp16" : "bf16", c.S, c.ctx, c.HQ, c.HKV, c.D,
-                c.lens_mode ? "random" : "= ctx", c.gx, c.gy, c.gz, c.block, c.smem, c.bps);
+    std::printf(
+        "%s: %s S %d ctx %d HQ %d HKV %d D %d lens %s, grid (%u, %u, %u) x %d, smem %u, bps %d\n",
+        name.c_str(), c.dtype ? "fp16" : "bf16", c.S, c.ctx, c.HQ, c.HKV, c.D,
+        c.lens_mode ? "random" : "= ctx", c.gx, c.gy, c.gz, c.block, c.smem, c.bps);
     std::fflush(stdout);
     const bool ok = c.dtype == 0 ? run_case<__nv_bfloat16>(c) : run_case<__half>(c);
     std::printf("  %s\n", ok ? "PASS" : "FAIL");
