@@ -672,7 +672,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
     const float* sa0 = a_scales + (long long)min(r0, M - 1) * G;
     const float* sa1 = a_scales + (long long)min(r0 + 8, M - 1) * G;
     const float* sb = b_scales + (long long)ts * G;
-#if FP8_SMALL == 3
+#if FP8_SMALL >= 3
     // The row pointers as opaque values: ptxas then keeps them instead of recomputing the
     // 64-bit row offsets in every group (FP8_SMALL = 2's unsplit loop: 16 more integer slots
     // per group than FP8_SMALL = 0's).
@@ -692,6 +692,57 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
       fp8_group_n128(tq, acc, base, bars, it, c, lane, sc0, sc1);
     }
     const bool ok0 = r0 < M, ok1 = r0 + 8 < M;
+#if FP8_SMALL >= 4
+    if (SPLIT && p.splits > 1) {
+      // One flag per unit instead of per quarter: the FP8 plan splits in 2 (s0, s12), so
+      // there is no chain of splits to pipeline, and each quarter cost the writer a fence and
+      // the reader a flag and a load round trip in series. Now the writer stores all 16
+      // float4 (same slot layout), fences once and sets flags[4u]; the reader polls once and
+      // takes its predecessor's 64 KB in two batches of 8 float4 (registers: tq stays live).
+      const int ctid = threadIdx.x - 128, sp = u / tiles8;
+      float4* mine = reinterpret_cast<float4*>(ws) + (long long)u * 4096 + ctid;
+      const float4* prev = mine - (long long)tiles8 * 4096;  // slot of split sp - 1
+      if (sp > 0) {
+        if (ctid == 0) {
+          const unsigned* f = flags + 4 * (u - tiles8);
+          for (;;) {
+            unsigned now;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(f) : "memory");
+            if ((int)(now - epoch) >= 0) break;
+            __nanosleep(20);
+          }
+        }
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float4 v[8];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) v[i] = __ldcg(prev + 256 * (8 * h + i));
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int jj = 8 * h + i;
+            acc[AX(4 * jj)] += v[i].x;
+            acc[AX(4 * jj + 1)] += v[i].y;
+            acc[AX(4 * jj + 2)] += v[i].z;
+            acc[AX(4 * jj + 3)] += v[i].w;
+          }
+        }
+      }
+      if (sp < p.splits - 1) {
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+          __stcg(mine + 256 * jj, make_float4(acc[AX(4 * jj)], acc[AX(4 * jj + 1)],
+                                              acc[AX(4 * jj + 2)], acc[AX(4 * jj + 3)]));
+        __threadfence();
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+        if (ctid == 0)
+          asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + 4 * u), "r"(epoch)
+                       : "memory");
+        continue;
+      }
+      // the last split: out, below
+    }
+#else
     if (SPLIT && p.splits > 1) {
       // The f16 path's chain (see there), on this accumulator: a unit's slot is 64 KB (16
       // float4 per consumer thread, float4 jj of thread ctid at 256 jj + ctid: coalesced), in
@@ -752,6 +803,7 @@ __device__ __forceinline__ void fp8_consumer(const float* __restrict__ a_scales,
       }
       continue;
     }
+#endif
 #pragma unroll
     for (int jj = 0; jj < 16; ++jj) {
       const int col = ts * 128 + 8 * jj + 2 * t;  // N % 128 == 0
@@ -1262,3 +1314,110 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     }
   }
 }
+
+#if FP8_SMALL >= 5
+// FP8_SMALL = 5: FP8_SMALL = 4 in one launch (a plan of its own: bsmm_fp8_1l alone, which takes
+// A and B). bsmm_prep only built the two tensor maps on the FP8 path, yet its launch and the gap
+// to the next one cost about 2.7 us of every shape (harness, m = 237 x 4096 x 4096: prep + main
+// 26.3 us against main alone 23.6; H200, 2026-12-04). Here warp 0 of each block builds its own
+// copy of both maps (its 256-byte slot in `maps` after the flags: no block waits for another)
+// while its first unit's first two K groups are being prefetched into L2 (after the harness's
+// L2 flush they come from DRAM, so the map build hides under that latency).
+// Byte offset of block 0's maps in `maps` (after the ticket counter and 4 flags per block).
+__device__ __forceinline__ long long maps1_offset(int ctas) {
+  return (260LL + 16LL * ctas + 127) & ~127LL;
+}
+extern "C" __global__ void __launch_bounds__(384, 1)
+    bsmm_fp8_1l(const __nv_fp8_e4m3* __restrict__ A, const float* __restrict__ a_scales,
+                const __nv_fp8_e4m3* __restrict__ B, const float* __restrict__ b_scales,
+                float* __restrict__ out, unsigned char* ws, unsigned char* maps, int M, int N,
+                int K, int ctas) {
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+  // full[STAGES], then empty[STAGES]; + 512: the split-K ticket; + 768: the maps being built
+  // (256 bytes, 128-aligned: bars is 1024-aligned; shared_bytes leaves >= 1025 bytes there).
+  const unsigned bars = base + STAGES * STAGE_STRIDE, smap = bars + 768;
+  const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
+  const plan_t p = make_plan(M, N, K, ctas);
+  const int units = p.tiles * p.splits;
+  unsigned* const ticket_ctr = reinterpret_cast<unsigned*>(maps + 256);
+  unsigned* const flags = reinterpret_cast<unsigned*>(maps + 260);
+  unsigned char* const gmap = maps + maps1_offset(ctas) + 256LL * blockIdx.x;
+
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    // L2 prefetch: rows of the first two K groups of unit blockIdx.x (units <= ctas where K is
+    // split, so over the grid these are the first groups of every first unit, whichever ticket
+    // a block then draws); one 128-byte line per row and group.
+    if ((int)blockIdx.x < units) {
+      int tr, ts;
+      tile_coords((int)blockIdx.x % p.tiles, p.tiles_r, p.tiles_s, tr, ts);
+      const int g0 = ((int)blockIdx.x / p.tiles) * p.gps, g1 = min(p.groups, g0 + p.gps);
+      for (int i = lane; i < 512; i += 32) {
+        const int g = g0 + (i >> 8), row = i & 127;
+        const bool isb = (i >> 7) & 1;
+        const long long r = (long long)(isb ? ts * FP8_BN : tr * 128) + row;
+        if (g < g1 && r < (isb ? N : M)) {
+          const __nv_fp8_e4m3* src = (isb ? B : A) + r * K + 128LL * g;
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(src));
+        }
+      }
+    }
+    // Both maps as in bsmm_prep's FP8 branch, into this block's slot.
+    for (int i = lane; i < 64; i += 32)
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(smap + 4 * i), "r"(0) : "memory");
+    __syncwarp();
+    if (lane == 0) {
+      make_map_smem(smap, A, K, M, 128, 1, 0, 3, 128);
+      make_map_smem(smap + 128, B, K, N, FP8_BN, 1, 0, 3, 128);
+    }
+    __syncwarp();
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;" ::"l"(gmap),
+        "r"(smap)
+        : "memory");
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;" ::"l"(gmap + 128),
+        "r"(smap + 128)
+        : "memory");
+  }
+  if (threadIdx.x == 0) {  // as in bsmm_f16_tma (see there)
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (STAGES + s), 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    unsigned tk = blockIdx.x;
+    if (p.splits > 1) tk = atomicAdd(ticket_ctr, 1u);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(bars + 512), "r"(tk) : "memory");
+  }
+  __syncthreads();
+  unsigned ticket;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(ticket) : "r"(bars + 512) : "memory");
+  const int u0 = (int)(ticket % gridDim.x);
+  const unsigned epoch = ticket / gridDim.x + 1;
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tid == 0) {  // the thread that copied the maps out (lane 0 of warp 0)
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(gmap) : "memory");
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(gmap + 128)
+                   : "memory");
+      if (p.splits == 1)
+        fp8_producer<false>(p, u0, units, M, N, base, bars, gmap);
+      else
+        fp8_producer<true>(p, u0, units, M, N, base, bars, gmap);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if (p.splits == 1)
+      fp8_consumer<false>(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1, p, u0,
+                          epoch, ws, flags);
+    else
+      fp8_consumer<true>(a_scales, b_scales, out, M, N, p.groups, base, bars, wg - 1, p, u0, epoch,
+                         ws, flags);
+  }
+}
+#endif

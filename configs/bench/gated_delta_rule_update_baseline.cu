@@ -38,6 +38,148 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+#ifndef GDR_DECODE
+#define GDR_DECODE 0
+#endif
+#ifndef GDR_SPEC
+#define GDR_SPEC 1
+#endif
+
+#if GDR_DECODE
+// Decode path (tokens == 1, GDR_DECODE=1): latency-bound, so every global load of the block is
+// issued at once (state as 16-byte loads, k/q/v as 8-byte loads, gates) and nothing after them
+// waits for another load. GDR_SPEC=1 guesses the slot as bb % state_count (the pool convention)
+// so the state loads need not wait for state_indices; a wrong guess reloads from the true slot.
+// Thread: column quad cq (4 columns, lane & 7) of rows [4 rg, 4 rg + 4), rg = 4 warp + lane / 8.
+__device__ __forceinline__ float4 ld_state4(const float* p) {
+  float4 r;  // volatile: the guessed load must not be merged into the checked one
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+               : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ void gdr_decode(const float* __restrict__ A_log, const __nv_bfloat16* __restrict__ a,
+                                           const __nv_bfloat16* __restrict__ dt_bias,
+                                           const __nv_bfloat16* __restrict__ q,
+                                           const __nv_bfloat16* __restrict__ k,
+                                           const __nv_bfloat16* __restrict__ v,
+                                           const __nv_bfloat16* __restrict__ b, float* __restrict__ state,
+                                           const int* __restrict__ state_indices,
+                                           __nv_bfloat16* __restrict__ out, int bb, int j, int hq, int tile,
+                                           int num_q_heads, int num_v_heads, int key_dim, int value_dim,
+                                           int state_count) {
+  __shared__ float4 red[2][GROUPS][COLS / 4];
+  const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+  const int cq = lane & 7, rg = w * 4 + (lane >> 3);
+  const int c = tile * COLS + cq * 4;
+  const bool ok = c < value_dim && 4 * rg < key_dim;  // value_dim, key_dim % 4 == 0
+  const long long head = static_cast<long long>(key_dim) * value_dim;
+  const long long off = static_cast<long long>(4 * rg) * value_dim + c;
+  const int slot = state_indices[bb];
+#if GDR_SPEC
+  const int guess = bb % max(state_count, 1);
+#else
+  const int guess = slot;
+#endif
+  float4 h[4];
+  const float* Hg = state + (static_cast<long long>(guess) * num_v_heads + j) * head + off;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = ok ? ld_state4(Hg + i * value_dim) : make_float4(0.f, 0.f, 0.f, 0.f);
+  const long long qk_off = (static_cast<long long>(bb) * num_q_heads + hq) * key_dim + 4 * lane;
+  uint2 kr = make_uint2(0u, 0u), qr = make_uint2(0u, 0u), vr = make_uint2(0u, 0u);
+  if (4 * lane < key_dim) {
+    kr = *reinterpret_cast<const uint2*>(k + qk_off);
+    qr = *reinterpret_cast<const uint2*>(q + qk_off);
+  }
+  const long long vo = (static_cast<long long>(bb) * num_v_heads + j) * value_dim + c;
+  if (c < value_dim) vr = *reinterpret_cast<const uint2*>(v + vo);
+  const float ra = __bfloat162float(a[bb * num_v_heads + j]), rb = __bfloat162float(b[bb * num_v_heads + j]);
+  const float alog = A_log[j], dtb = __bfloat162float(dt_bias[j]);
+#if GDR_SPEC
+  if (slot != guess) {  // uniform over the block
+    const float* Hs = state + (static_cast<long long>(slot) * num_v_heads + j) * head + off;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (ok) h[i] = ld_state4(Hs + i * value_dim);
+  }
+#endif
+  float* H = state + (static_cast<long long>(slot) * num_v_heads + j) * head + off;
+
+  auto lo = [](unsigned u) { return __uint_as_float(u << 16); };
+  auto hi = [](unsigned u) { return __uint_as_float(u & 0xffff0000u); };
+  const float k0 = lo(kr.x), k1 = hi(kr.x), k2 = lo(kr.y), k3 = hi(kr.y);
+  const float q0 = lo(qr.x), q1 = hi(qr.x), q2 = lo(qr.y), q3 = hi(qr.y);
+  const float kn = fmaxf(sqrtf(warp_sum(k0 * k0 + k1 * k1 + k2 * k2 + k3 * k3)), 1e-6f);
+  const float qn = fmaxf(sqrtf(warp_sum(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)), 1e-6f);
+  const float scale = 1.0f / sqrtf(static_cast<float>(key_dim));
+  // Lane L holds elements [4 L, 4 L + 4): this thread's rows are lane rg's.
+  float kh[4], qh[4];
+  kh[0] = __shfl_sync(0xffffffffu, k0 / kn, rg);
+  kh[1] = __shfl_sync(0xffffffffu, k1 / kn, rg);
+  kh[2] = __shfl_sync(0xffffffffu, k2 / kn, rg);
+  kh[3] = __shfl_sync(0xffffffffu, k3 / kn, rg);
+  qh[0] = __shfl_sync(0xffffffffu, q0 / qn * scale, rg);
+  qh[1] = __shfl_sync(0xffffffffu, q1 / qn * scale, rg);
+  qh[2] = __shfl_sync(0xffffffffu, q2 / qn * scale, rg);
+  qh[3] = __shfl_sync(0xffffffffu, q3 / qn * scale, rg);
+  const float x = ra + dtb;
+  const float sp = x > 20.0f ? x : log1pf(expf(x));
+  const float decay = expf(-expf(alog) * sp);
+  const float beta = 1.0f / (1.0f + expf(-rb));
+
+  float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    h[i].x *= decay; h[i].y *= decay; h[i].z *= decay; h[i].w *= decay;
+    p.x = fmaf(h[i].x, kh[i], p.x); p.y = fmaf(h[i].y, kh[i], p.y);
+    p.z = fmaf(h[i].z, kh[i], p.z); p.w = fmaf(h[i].w, kh[i], p.w);
+  }
+  for (int o = 8; o < 32; o <<= 1) {  // the warp's 4 row groups of each column quad
+    p.x += __shfl_xor_sync(0xffffffffu, p.x, o); p.y += __shfl_xor_sync(0xffffffffu, p.y, o);
+    p.z += __shfl_xor_sync(0xffffffffu, p.z, o); p.w += __shfl_xor_sync(0xffffffffu, p.w, o);
+  }
+  if (lane < 8) red[0][w][cq] = p;
+  __syncthreads();
+  p = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int gg = 0; gg < GROUPS; ++gg) {
+    const float4 r = red[0][gg][cq];
+    p.x += r.x; p.y += r.y; p.z += r.z; p.w += r.w;
+  }
+  const float dx = (lo(vr.x) - p.x) * beta, dy = (hi(vr.x) - p.y) * beta;
+  const float dz = (lo(vr.y) - p.z) * beta, dw = (hi(vr.y) - p.w) * beta;
+  float4 o4 = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    h[i].x = fmaf(kh[i], dx, h[i].x); h[i].y = fmaf(kh[i], dy, h[i].y);
+    h[i].z = fmaf(kh[i], dz, h[i].z); h[i].w = fmaf(kh[i], dw, h[i].w);
+    if (ok) *reinterpret_cast<float4*>(H + i * value_dim) = h[i];
+    o4.x = fmaf(h[i].x, qh[i], o4.x); o4.y = fmaf(h[i].y, qh[i], o4.y);
+    o4.z = fmaf(h[i].z, qh[i], o4.z); o4.w = fmaf(h[i].w, qh[i], o4.w);
+  }
+  for (int o = 8; o < 32; o <<= 1) {
+    o4.x += __shfl_xor_sync(0xffffffffu, o4.x, o); o4.y += __shfl_xor_sync(0xffffffffu, o4.y, o);
+    o4.z += __shfl_xor_sync(0xffffffffu, o4.z, o); o4.w += __shfl_xor_sync(0xffffffffu, o4.w, o);
+  }
+  if (lane < 8) red[1][w][cq] = o4;
+  __syncthreads();
+  if (w == 0 && lane < 8 && c < value_dim) {
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int gg = 0; gg < GROUPS; ++gg) {
+      const float4 r = red[1][gg][cq];
+      s.x += r.x; s.y += r.y; s.z += r.z; s.w += r.w;
+    }
+    const __nv_bfloat162 o01 = __floats2bfloat162_rn(s.x, s.y), o23 = __floats2bfloat162_rn(s.z, s.w);
+    uint2 u;
+    u.x = *reinterpret_cast<const unsigned*>(&o01);
+    u.y = *reinterpret_cast<const unsigned*>(&o23);
+    *reinterpret_cast<uint2*>(out + vo) = u;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 gated_delta_rule_update_baseline(const float* __restrict__ A_log, const __nv_bfloat16* __restrict__ a,
                                  const __nv_bfloat16* __restrict__ dt_bias,
@@ -45,7 +187,11 @@ gated_delta_rule_update_baseline(const float* __restrict__ A_log, const __nv_bfl
                                  const __nv_bfloat16* __restrict__ v, const __nv_bfloat16* __restrict__ b,
                                  float* __restrict__ state, const int* __restrict__ state_indices,
                                  __nv_bfloat16* __restrict__ out, int tokens, int num_q_heads,
-                                 int num_v_heads, int key_dim, int value_dim) {
+                                 int num_v_heads, int key_dim, int value_dim
+#if GDR_DECODE
+                                 , int state_count
+#endif
+                                 ) {
   __shared__ float kh[GROUPS * RPG], qh[GROUPS * RPG];
   __shared__ float red_p[GROUPS][COLS], red_o[GROUPS][COLS];
   __shared__ float s_decay, s_beta;
@@ -56,6 +202,13 @@ gated_delta_rule_update_baseline(const float* __restrict__ A_log, const __nv_bfl
   const int bb = bj / num_v_heads, j = bj % num_v_heads;
   const int ratio = max(num_v_heads / num_q_heads, 1);
   const int hq = min(j / ratio, num_q_heads - 1);
+#if GDR_DECODE
+  if (tokens == 1 && (key_dim & 3) == 0 && (value_dim & 3) == 0) {  // uniform
+    gdr_decode(A_log, a, dt_bias, q, k, v, b, state, state_indices, out, bb, j, hq, tile, num_q_heads,
+               num_v_heads, key_dim, value_dim, state_count);
+    return;
+  }
+#endif
   const int tid = threadIdx.x, cl = tid % COLS, g = tid / COLS, lane = tid & 31;
   const int c = tile * COLS + cl;
   const bool col_ok = c < value_dim;

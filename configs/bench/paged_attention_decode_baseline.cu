@@ -233,6 +233,14 @@ extern "C" __global__ void __launch_bounds__(256)
 //   writes its unnormalized accumulators and (max, sum) to the workspace, then takes a ticket
 //   from a zero-initialized per-(sequence, kv head) counter; the last split to arrive merges
 //   them (weights exp(m_z - M) / L) and resets the counter to 0.
+// - PAD_CLUSTER = 1 (launch cluster = grid x, at most 8 splits): the merge without global
+//   memory. The splits of a (sequence, kv head) are one cluster; each keeps its accumulators
+//   and (max, sum) in its own shared memory, and after a cluster barrier split z merges the
+//   z-th slice of the outputs from every active split's shared memory (DSMEM loads issued
+//   together), then a second barrier keeps the peers' shared memory alive until all have read.
+//   This removes four dependent global round trips (workspace stores + fence, the atomic
+//   ticket, the (max, sum) and accumulator loads) from the small shapes' critical path.
+//   Not measured on a GPU yet (bench/hopper/pad/NOTES.md).
 // - General: any num_seqs, seq_lens[i] <= 16 * max_blocks (read from seq_lens; every position
 //   through the block table), any G = HQ / HKV, head sizes that are multiples of 8.
 // - Measured on H200 (2026-12-04 04:35 UTC, driver 580.159.04, kopt eval --seeds 1, same run as
@@ -247,6 +255,17 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
 #ifndef PAD_NT
 #define PAD_NT 128  // threads per block (the launch plan's block size)
+#endif
+// PAD_CLUSTER 1: the splits of one (sequence, kv head) form a cluster and merge through DSMEM
+// (the launch's cluster = grid x <= 8); 0: through the workspace and a ticket.
+#ifndef PAD_CLUSTER
+#define PAD_CLUSTER 0
+#endif
+// PAD_PF 1: at the start, an L2 prefetch of the lines the block writes last (its output and,
+// with the ticket merge, its workspace record and counter), so that their address translation
+// and L2 fill overlap the first loads.
+#ifndef PAD_PF
+#define PAD_PF 0
 #endif
 #ifndef PAD_MINB  // blocks per SM that ptxas must allow (registers): the large batches want 5 of
 #define PAD_MINB (640 / PAD_NT)  // 128 threads (with 35 KiB of shared memory each at d 128)
@@ -274,7 +293,49 @@ __device__ __forceinline__ unsigned pad_dyn_smem() {
 __device__ __forceinline__ void pad_fail() {
   __trap();
 }
+#if PAD_PF
+__device__ __forceinline__ void pad_prefetch(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+#endif
 #define PAD_SMEM_DECL extern __shared__ __align__(16) unsigned char pad_smem[];
+#if PAD_CLUSTER
+// Thread-block cluster primitives (sm_90): the barrier of every thread of the cluster, with
+// release / acquire semantics for shared memory at cluster scope; the cluster's block count;
+// loads from the shared memory of block `rank` of the cluster at this block's shared address
+// a (mapa: the same offset in the peer's window).
+__device__ __forceinline__ void pad_cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;\n" ::
+          : "memory");
+}
+__device__ __forceinline__ unsigned pad_cluster_size() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ float2 pad_peer_ld2(unsigned a, unsigned rank) {
+  unsigned p;
+  float2 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(p) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
+               : "=f"(v.x), "=f"(v.y)
+               : "r"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 pad_peer_ld4(unsigned a, unsigned rank) {
+  unsigned p;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(p) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(p)
+               : "memory");
+  return v;
+}
+#endif
 #else  // the CPU model (bench/hopper/pad/pad_emu.cpp, bench/hopper/emu/emu.h)
 inline unsigned pad_smem_u32(const void* p) {
   return smem_u32(p);
@@ -293,10 +354,29 @@ inline unsigned pad_dyn_smem() {
   return g_smem_bytes;
 }
 inline void pad_fail() {
-  std::fprintf(stderr, "emu: shared-memory layout larger than the launch's shared_bytes\n");
+  std::fprintf(stderr,
+               "emu: shared-memory layout larger than the launch's shared_bytes, or a cluster "
+               "that is not the grid's x extent\n");
   std::abort();
 }
-#define PAD_SMEM_DECL unsigned char* pad_smem = smem;
+#if PAD_PF
+inline void pad_prefetch(const void*) {}
+#endif
+#define PAD_SMEM_DECL unsigned char* pad_smem = emu_block_smem();
+#if PAD_CLUSTER  // stub_cl/emu.h: the blocks of a cluster run together
+inline void pad_cluster_sync() {
+  cluster_sync();
+}
+inline unsigned pad_cluster_size() {
+  return cluster_size();
+}
+inline float2 pad_peer_ld2(unsigned a, unsigned rank) {
+  return cluster_ld<float2>(a, rank);
+}
+inline float4 pad_peer_ld4(unsigned a, unsigned rank) {
+  return cluster_ld<float4>(a, rank);
+}
+#endif
 #endif
 
 template <typename T>
@@ -316,6 +396,16 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
   const int tile = min(PAD_TB, bps), stages = bps > PAD_TB ? 2 : 1;
   // The first tile's table entries and the sequence length: independent loads, issued
   // together (the entries exist up to max_blocks whatever the length).
+#if PAD_PF
+  if (tid == 0) {
+    const long long pr = static_cast<long long>(seq) * HKV + kvh;
+    pad_prefetch(out + pr * G * D);
+#if !PAD_CLUSTER
+    pad_prefetch(counters + pr);
+    pad_prefetch(part + (pr * nz + z) * G * D);
+#endif
+  }
+#endif
   int blk_pre[PAD_TB];
 #pragma unroll
   for (int b = 0; b < PAD_TB; ++b)
@@ -328,6 +418,14 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
   if (j_begin >= j_end) {             // an empty split (nothing of this sequence), or seq_len <= 0
     if (n <= 0 && z == 0)
       for (int i = tid; i < G * D; i += NT) store(out + q0 + i, 0.0f);
+#if PAD_CLUSTER
+    // An empty split of a sequence that several splits share: the cluster's two barriers below
+    // wait for every thread of every block of the cluster.
+    if ((nblk + bps - 1) / bps > 1) {
+      pad_cluster_sync();
+      pad_cluster_sync();
+    }
+#endif
     return;
   }
   const int na = (nblk + bps - 1) / bps;  // the splits that hold part of this sequence
@@ -551,7 +649,11 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
           else if (na == 1)
             store(out + q0 + static_cast<long long>(g0 + g) * D + d, acc[g] / st_l[g0 + g]);
           else
+#if PAD_CLUSTER
+            accs[(g0 + g) * D + d] = acc[g];  // read by the cluster's merge
+#else
             part[((pair * nz + z) * G + g0 + g) * D + d] = acc[g];
+#endif
         }
       }
     }
@@ -559,6 +661,58 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
   }
   if (na == 1) return;
 
+#if PAD_CLUSTER
+  // ---- several splits, one cluster (split z = cluster rank z): each active split's (max, sum)
+  // next to its accumulators in its own shared memory; after a cluster barrier split z merges
+  // the z-th slice of the G * D outputs from the na active splits' shared memory (DSMEM), so
+  // no workspace store, fence, ticket or L2 round trip; the second barrier keeps every block
+  // (and its shared memory) alive until its peers have read it.
+  if (pad_cluster_size() != static_cast<unsigned>(nz) || na > 8) pad_fail();
+  for (int g = tid; g < G; g += NT) wz[g] = make_float2(st_m[g], st_l[g]);
+  pad_cluster_sync();
+  {
+    const int units = G * D / 4, per = (units + na - 1) / na, u_end = min(units, (z + 1) * per);
+    const unsigned wz_a = pad_smem_u32(wz), acc_a = pad_smem_u32(accs);
+    for (int u = z * per + tid; u < u_end; u += NT) {
+      const int g = u * 4 / D;
+      // every split's (max, sum) and accumulators at once (independent DSMEM loads)
+      float2 ml[8];
+      float4 a[8];
+#pragma unroll
+      for (int s = 0; s < 8; ++s) {
+        if (s < na) {
+          ml[s] = pad_peer_ld2(wz_a + g * 8, s);
+          a[s] = pad_peer_ld4(acc_a + u * 16, s);
+        }
+      }
+      float M = -__int_as_float(0x7f800000);
+#pragma unroll
+      for (int s = 0; s < 8; ++s)
+        if (s < na) M = fmaxf(M, ml[s].x);
+      float L = 0.0f;
+#pragma unroll
+      for (int s = 0; s < 8; ++s)
+        if (s < na) L += ml[s].y * expf(ml[s].x - M);
+      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int s = 0; s < 8; ++s) {
+        if (s < na) {
+          const float w = expf(ml[s].x - M) / L;
+          o.x = fmaf(w, a[s].x, o.x);
+          o.y = fmaf(w, a[s].y, o.y);
+          o.z = fmaf(w, a[s].z, o.z);
+          o.w = fmaf(w, a[s].w, o.w);
+        }
+      }
+      T* op = out + q0 + 4 * u;
+      store(op, o.x);
+      store(op + 1, o.y);
+      store(op + 2, o.z);
+      store(op + 3, o.w);
+    }
+  }
+  pad_cluster_sync();
+#else
   // ---- several splits: publish (max, sum), take a ticket; the last one merges
   float2* rec_ml = reinterpret_cast<float2*>(part + nrec * G * D) + (pair * nz + z) * G;
   for (int g = tid; g < G; g += NT) rec_ml[g] = make_float2(st_m[g], st_l[g]);
@@ -609,6 +763,7 @@ __device__ __forceinline__ void pad_split(const T* __restrict__ query,
     store(op + 3, o.w);
   }
   if (tid == 0) counters[pair] = 0;  // ready for the next call without a refill
+#endif  // PAD_CLUSTER
 }
 
 extern "C" __global__ void __launch_bounds__(PAD_NT, PAD_MINB)

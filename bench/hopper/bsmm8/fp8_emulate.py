@@ -149,6 +149,29 @@ def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None, mode=
     assert units <= ctas or p["splits"] == 1
     assert 260 + 16 * 4 * (units if p["splits"] > 1 else 0) <= 260 + 16 * ctas * 4  # flags bytes
     assert 65536 * units <= 131072 * ctas or p["splits"] == 1  # conv workspace covers the slots
+    if mode >= 5:  # bsmm_fp8_1l: per-block maps after the flags, inside "maps" of its plan
+        off = (260 + 16 * ctas + 127) & ~127
+        assert off >= 260 + 16 * ctas and off % 128 == 0
+        assert off + 256 * ctas <= 260 + 16 * ctas + 128 + 256 * ctas  # the plan's maps bytes
+        pf = set()  # prefetched (matrix, row, group) over the grid, as in bsmm_fp8_1l
+        for b in range(ctas):
+            if b >= units: continue
+            tr, ts = tile_coords(b % tiles, tr8, ts8)
+            g0 = (b // tiles) * p["gps"]; g1 = min(G, g0 + p["gps"])
+            for i in range(512):
+                g = g0 + (i >> 8); row = i & 127; isb = (i >> 7) & 1
+                r = (ts if isb else tr) * 128 + row
+                if g < g1 and r < (N if isb else M):
+                    assert 0 <= r * K + 128 * g and r * K + 128 * g + 127 < (N if isb else M) * K
+                    pf.add((isb, r, g))
+        want = set()
+        for u in range(min(units, ctas)):  # first unit of every block = units 0 .. ctas - 1
+            tr, ts = tile_coords(u % tiles, tr8, ts8)
+            g0 = (u // tiles) * p["gps"]
+            for g in range(g0, min(G, g0 + p["gps"], g0 + 2)):
+                want |= {(0, tr * 128 + r, g) for r in range(128) if tr * 128 + r < M}
+                want |= {(1, ts * 128 + r, g) for r in range(128) if ts * 128 + r < N}
+        assert pf == want, "prefetch does not cover the first two groups of every first unit"
     out = np.full((M, N), np.nan); writes = np.zeros((M, N), int)
     order = list(range(ctas)) if arrival is None else list(arrival)
     tick = {}
@@ -196,6 +219,29 @@ def launch_small(st, A, B, As, Bs, M, N, K, ctas, acc_xor=0, arrival=None, mode=
                         for e in range(2):
                             v = acc[c][:, ax[4 * jj + 2 * q + e]]
                             out[rows[ok], cols[ok] + e] = v[ok]; writes[rows[ok], cols[ok] + e] += 1
+            if split_code and p["splits"] > 1 and mode >= 4:
+                # FP8_SMALL >= 4: one flag per unit (flags[4u]); the reader takes all 16 float4
+                # of its predecessor's slot (two batches of 8 jj), the writer stores all 16.
+                if sp > 0:
+                    f = 4 * (u - tiles)
+                    if not st["flags"][f] - epoch >= 0:
+                        raise RuntimeError(f"unit {u} waits for a later ticket (deadlock)")
+                    for c in range(2):
+                        ctid = 128 * c + np.arange(128)
+                        for h in range(2):
+                            for i in range(8):
+                                jj = 8 * h + i
+                                v = st["ws"][(u - tiles) * 4096 + 256 * jj + ctid]
+                                for e in range(4): acc[c][:, ax[4 * jj + e]] += v[:, e]
+                if sp < p["splits"] - 1:
+                    for c in range(2):
+                        ctid = 128 * c + np.arange(128)
+                        for jj in range(16):
+                            st["ws"][u * 4096 + 256 * jj + ctid] = np.stack([acc[c][:, ax[4 * jj + e]] for e in range(4)], 1)
+                    st["flags"][4 * u] = epoch  # after the fence and the barrier
+                    continue
+                for c in range(2): store_out(c, range(16))  # the last split: the plain epilogue
+                continue
             if split_code and p["splits"] > 1:  # fp8_consumer<SPLIT>: SPLIT && p.splits > 1
                 last = sp == p["splits"] - 1
                 for qt in range(4):
@@ -255,6 +301,15 @@ def small_case(shapes, ctas=132, acc_xor=0, seed=1, mode=1):
 if __name__ == "__main__":
     import sys
     ok = True
+    if "--new-only" in sys.argv:  # only the FP8_SMALL = 4 / 5 cases (below)
+        for mode in (4, 5):
+            ok &= small_case([(349, 2048, 2048), (1024, 2048, 2048), (237, 4096, 4096),
+                              (1024, 2048, 2048), (349, 2048, 2048), (237, 4096, 4096)], mode=mode)
+            ok &= small_case([(77, 256, 896), (300, 512, 256), (77, 256, 896), (300, 512, 256)],
+                             ctas=6, mode=mode)
+            ok &= small_case([(237, 512, 1024)], ctas=16, acc_xor=1, mode=mode)
+        print("ALL OK" if ok else "FAILED")
+        sys.exit(0 if ok else 1)
     if "--small-only" not in sys.argv:
         for shp in [(200, 384, 256, 3), (130, 256, 128, 132), (257, 512, 384, 2)]:
             for db_mode in (0, 1, 2):
@@ -271,4 +326,11 @@ if __name__ == "__main__":
                       (349, 2048, 2048)], mode=2)
     ok &= small_case([(77, 256, 896), (300, 512, 256), (77, 256, 896), (300, 512, 256)], ctas=6, mode=2)
     ok &= small_case([(237, 512, 1024)], ctas=16, acc_xor=1, mode=2)
+    # FP8_SMALL = 4 / 5 (one flag per split unit; 5: one launch, its prefetch and maps slots):
+    # the same sequences, ragged 3-split chains included.
+    for mode in (4, 5):
+        ok &= small_case([(349, 2048, 2048), (1024, 2048, 2048), (237, 4096, 4096), (1024, 2048, 2048),
+                          (349, 2048, 2048), (237, 4096, 4096)], mode=mode)
+        ok &= small_case([(77, 256, 896), (300, 512, 256), (77, 256, 896), (300, 512, 256)], ctas=6, mode=mode)
+        ok &= small_case([(237, 512, 1024)], ctas=16, acc_xor=1, mode=mode)
     print("ALL OK" if ok else "FAILED")

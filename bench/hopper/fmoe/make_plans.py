@@ -61,7 +61,21 @@ VARIANTS = {  # name: (MOE_TMA, MOE_SKIP, MOE_SPLIT, MAPS_SMEM[, RED_V4])
 }
 DEFAULT = (1, 1, 4, 1)
 
+# Probes of 2026-12-04 (helper fmoe): one plan change each, on every shape, so that the per-shape
+# rows say which choice wins where (same cubin as the baseline: only plan expressions change).
+PROBES = {  # name: plan overrides
+    "p_w1n": {"w1": "0"},  # gemm1 at BN 128: twice the tiles, against gemm1's wave tail
+    "p_w2n": {"w2": "0"},  # gemm2 at BN 128 (and the split rule sees twice the tiles)
+    "p_atm": {"ordmax": 256},  # atomic combine at inter 384 too (no ys round trip, no reduce)
+}
+
 if __name__ == "__main__":
+    if "--probes" in sys.argv:  # into the directory given after it, source next to them
+        out = sys.argv[sys.argv.index("--probes") + 1]
+        for name, kw in PROBES.items():
+            with open(os.path.join(out, name + ".json"), "w") as f:
+                f.write(json.dumps(plan("fused_moe_baseline.cu", *DEFAULT, **kw), indent=1) + "\n")
+        sys.exit(0)
     src = "fused_moe_tma.cu"
     for name, v in VARIANTS.items():
         with open(os.path.join(HERE, name + ".json"), "w") as f:

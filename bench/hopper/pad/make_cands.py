@@ -27,6 +27,17 @@ SMEM = (f"{STAGES} * {TILE} * head_size * 64 + {G} * head_size * 2 + 4 * (2 * {G
         f" + {G} * 16 * max(PAD_NT / 32, {TILE}) + {G} * {TILE} * 16 + 3 * {G} + 2 * {GZ} * {G} + 1)")
 assert len(SMEM) < 1024, len(SMEM)
 
+# PAD_CLUSTER = 1: the splits of a (sequence, kv head) are one cluster (at most 8, portable), so
+# the split count is capped at 8 and the cluster is the grid's x extent.
+NS_CL = f"max(1, min({NB}, 8, ceil_div(PAD_CTAS, num_seqs * num_kv_heads)))"
+BPS_CL = f"ceil_div({NB}, {NS_CL})"
+GZ_CL = f"ceil_div({NB}, {BPS_CL})"
+TILE_CL = f"min(PAD_TB, {BPS_CL})"
+STAGES_CL = f"min(2, ceil_div({BPS_CL}, PAD_TB))"
+SMEM_CL = (f"{STAGES_CL} * {TILE_CL} * head_size * 64 + {G} * head_size * 2 + 4 * (2 * {G} * head_size"
+           f" + {G} * 16 * max(PAD_NT / 32, {TILE_CL}) + {G} * {TILE_CL} * 16 + 3 * {G} + 2 * {GZ_CL} * {G} + 1)")
+assert len(SMEM_CL) < 1024, len(SMEM_CL)
+
 VARIANTS = {  # name: (PAD_NT, PAD_TB, PAD_CTAS)
     "split": (128, 4, 264),
     "split_nt256": (256, 4, 264),
@@ -34,6 +45,30 @@ VARIANTS = {  # name: (PAD_NT, PAD_TB, PAD_CTAS)
     "split_c528": (128, 4, 528),
     "split_c64": (128, 4, 64),
 }
+# name: (PAD_NT, PAD_TB, PAD_CTAS, extra parameters); the cluster merge and the L2 prefetch
+VARIANTS2 = {
+    "cl128": (128, 4, 264, {"PAD_CLUSTER": 1}),
+    "cl256": (256, 4, 264, {"PAD_CLUSTER": 1}),
+    "clpf128": (128, 4, 264, {"PAD_CLUSTER": 1, "PAD_PF": 1}),
+    "clpf256": (256, 4, 264, {"PAD_CLUSTER": 1, "PAD_PF": 1}),
+    "pf256": (256, 4, 264, {"PAD_PF": 1}),
+}
+
+
+def cand2(kernel, nt, tb, ctas, extra):
+    c = cand(kernel, nt, tb, ctas)
+    for k, v in extra.items():
+        c["parameters"][k] = {"values": [v], "default": v}
+    if extra.get("PAD_CLUSTER"):
+        # no workspace use (the kernel still takes the two pointers)
+        c["workspaces"] = {"partials": {"bytes": "16", "zero_init": False},
+                           "counters": {"bytes": "16", "zero_init": False}}
+        L = c["launches"][0]
+        L["grid"][0] = GZ_CL
+        L["cluster"] = [GZ_CL, 1, 1]
+        L["shared_bytes"] = SMEM_CL
+        L["args"][10]["int"] = BPS_CL
+    return c
 
 
 def cand(kernel, nt, tb, ctas):
@@ -71,4 +106,9 @@ if __name__ == "__main__":
         for suf, k in (("bf16", "paged_attention_decode_split_bf16"), ("fp16", "paged_attention_decode_split_fp16")):
             with open(os.path.join(out, f"cand_{name}_{suf}.json"), "w") as f:
                 json.dump(cand(k, nt, tb, ctas), f, indent=1)
+                f.write("\n")
+    for name, (nt, tb, ctas, extra) in VARIANTS2.items():
+        for suf, k in (("bf16", "paged_attention_decode_split_bf16"), ("fp16", "paged_attention_decode_split_fp16")):
+            with open(os.path.join(out, f"cand_{name}_{suf}.json"), "w") as f:
+                json.dump(cand2(k, nt, tb, ctas, extra), f, indent=1)
                 f.write("\n")

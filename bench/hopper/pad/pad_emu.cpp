@@ -14,6 +14,13 @@
 // with ctx_len, 1 and 0 included).
 //   g++ -std=c++20 -O2 -pthread -I bench/hopper/emu -I bench/hopper/pad/stub -DKOPT_EMU \
 //       -DPAD_NT=128 -DPAD_TB=4 bench/hopper/pad/pad_emu.cpp -o /tmp/pad_emu
+// With -DPAD_EMU_CL (and -I bench/hopper/pad/stub_cl before -I bench/hopper/pad/stub, no
+// bench/hopper/emu) it runs on stub_cl/emu.h instead: the blocks of one cluster (the launch's
+// cluster x, the last field of a case line) run together with their own shared memory, so the
+// PAD_CLUSTER = 1 merge through DSMEM is exercised; clusters in a random order.
+//   g++ -std=c++20 -O2 -pthread -I bench/hopper/pad/stub_cl -I bench/hopper/pad/stub -DKOPT_EMU \
+//       -DPAD_EMU_CL -DPAD_CLUSTER=1 -DPAD_NT=256 -DPAD_TB=4 bench/hopper/pad/pad_emu.cpp \
+//       -o /tmp/pad_cl
 // Exit status 0 when every case passes. A check of the kernel's indexing, control flow and
 // arithmetic against that model, not of the GPU (memory ordering of the ticket is not
 // modelled: blocks run one after another).
@@ -30,6 +37,27 @@
 
 namespace {
 
+#ifdef PAD_EMU_CL
+// Clusters of cx consecutive blocks along x, in a random order, each cluster's blocks at once.
+template <class F>
+void launch_clusters(dim3e grid, unsigned cx, int threads, unsigned shared_bytes, std::mt19937& rng,
+                     F&& body) {
+  if (shared_bytes > kSmemBytes || grid.x % cx != 0) {
+    std::fprintf(stderr, "shared_bytes %u > %u or grid x %u not a multiple of cluster %u\n",
+                 shared_bytes, kSmemBytes, grid.x, cx);
+    std::abort();
+  }
+  g_smem_bytes = shared_bytes;
+  gridDim = grid;
+  blockDim = {static_cast<unsigned>(threads), 1, 1};
+  std::vector<dim3e> order;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; x += cx) order.push_back({x, y, z});
+  std::shuffle(order.begin(), order.end(), rng);
+  for (const dim3e c0 : order) run_cluster(c0, cx, threads, body);
+}
+#else
 // emu.h's launch(), with the blocks in a random order.
 template <class F>
 void launch_shuffled(dim3e grid, int threads, unsigned shared_bytes, std::mt19937& rng, F&& body) {
@@ -72,6 +100,7 @@ void launch_shuffled(dim3e grid, int threads, unsigned shared_bytes, std::mt1993
     for (auto& th : ts) th.join();
   }
 }
+#endif
 
 template <class T>
 float tf(T v);
@@ -102,6 +131,7 @@ struct Case {
   unsigned smem;
   int bps;
   long long part_bytes, cnt_bytes;
+  unsigned cx = 1;  // the launch's cluster x (1: no cluster)
 };
 
 template <class T>
@@ -207,7 +237,7 @@ bool run_case(const Case& c) {
           static_cast<unsigned char>(bd(rng)), static_cast<unsigned char>(bd(rng))};
       std::memcpy(&x, b, 4);
     }
-    launch_shuffled({c.gx, c.gy, c.gz}, c.block, c.smem, rng, [&] {
+    auto body = [&] {
       if constexpr (sizeof(T) == 2 && std::is_same_v<T, __nv_bfloat16>)
         paged_attention_decode_split_bf16(q.data(), k.data(), v.data(), bt.data(), lens.data(),
                                           out.data(), c.HQ, c.HKV, c.D, mb, c.bps, part.data(),
@@ -216,7 +246,16 @@ bool run_case(const Case& c) {
         paged_attention_decode_split_fp16(q.data(), k.data(), v.data(), bt.data(), lens.data(),
                                           out.data(), c.HQ, c.HKV, c.D, mb, c.bps, part.data(),
                                           cnt.data());
-    });
+    };
+#ifdef PAD_EMU_CL
+    launch_clusters({c.gx, c.gy, c.gz}, c.cx, c.block, c.smem, rng, body);
+#else
+    if (c.cx != 1) {
+      std::fprintf(stderr, "a cluster launch needs the -DPAD_EMU_CL build\n");
+      std::abort();
+    }
+    launch_shuffled({c.gx, c.gy, c.gz}, c.block, c.smem, rng, body);
+#endif
     double worst = 0, worst32 = 0;
     size_t bad = 0;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -250,6 +289,7 @@ int main() {
     std::string name;
     is >> name >> c.dtype >> c.S >> c.ctx >> c.HQ >> c.HKV >> c.D >> c.lens_mode >> c.seed >>
         c.gx >> c.gy >> c.gz >> c.block >> c.smem >> c.bps >> c.part_bytes >> c.cnt_bytes;
+    if (!(is >> c.cx)) c.cx = 1;
     if (c.block != PAD_NT) {
       std::fprintf(stderr, "%s: block %d but built with PAD_NT %d\n", name.c_str(), c.block,
                    PAD_NT);

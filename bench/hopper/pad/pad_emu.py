@@ -56,12 +56,14 @@ def main():
         g = [ev(x, names) for x in L["grid"]]
         blk = ev(L["block"][0], names)
         sm = ev(L["shared_bytes"], names)
+        cx = ev(L["cluster"][0], names) if "cluster" in L else 1
+        assert 1 <= cx <= 8 and g[0] % cx == 0, (name, cx, g)
         bps = ev(L["args"][10]["int"], names)
         assert ev(L["args"][9]["int"], names) == -(-ctx // 16)
         pb = ev(cand["workspaces"]["partials"]["bytes"], names)
         cb = ev(cand["workspaces"]["counters"]["bytes"], names)
         assert sm <= 227 * 1024, (name, sm)
-        lines.append(f"{name} {dt} {S} {ctx} {hq} {hkv} {d} {lm} {1000 + i} {g[0]} {g[1]} {g[2]} {blk} {sm} {bps} {pb} {cb}")
+        lines.append(f"{name} {dt} {S} {ctx} {hq} {hkv} {d} {lm} {1000 + i} {g[0]} {g[1]} {g[2]} {blk} {sm} {bps} {pb} {cb} {cx}")
     r = subprocess.run([sys.argv[2]], input="\n".join(lines) + "\n", text=True)
     sys.exit(r.returncode)
 

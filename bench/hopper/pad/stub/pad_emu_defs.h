@@ -2,6 +2,11 @@
 // host, beyond bench/hopper/emu/emu.h: vector types, __half, conversions, cache-hinted loads.
 #pragma once
 #include "emu.h"
+#ifndef PAD_EMU_CL
+inline unsigned char* emu_block_smem() {  // (stub_cl/emu.h: the running block's memory)
+  return smem;
+}
+#endif
 
 struct alignas(16) float4 {
   float x, y, z, w;
